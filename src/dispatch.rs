@@ -1,0 +1,516 @@
+//! `MemoryTool`: JSON in, `ToolResult` out. All command logic lives here,
+//! on top of the store's primitives, so every backend answers alike.
+
+use serde_json::Value;
+
+use crate::command::Command;
+use crate::config::{Config, CreatePolicy};
+use crate::lines;
+use crate::path::MemoryPath;
+use crate::render;
+use crate::result::{Content, ImageFormat, ToolResult};
+use crate::store::{EntryKind, MemoryStore, StoreError, WriteMode};
+
+/// How often an edit is recomputed when another writer changed the file
+/// between its read and its compare-and-swap write.
+const EDIT_ATTEMPTS: usize = 8;
+
+/// The memory tool handler: runs Claude's memory commands against a store.
+///
+/// Cheap to share: all methods take `&self`, and it is `Send + Sync` when
+/// the store is, so one handler can serve many threads (or
+/// `tokio::task::spawn_blocking` calls).
+#[derive(Debug, Clone)]
+pub struct MemoryTool<S> {
+    store: S,
+    config: Config,
+}
+
+/// A command's outcome before it becomes a [`ToolResult`]; the error is the
+/// rendered model-facing text.
+type Outcome = Result<Content, String>;
+
+impl<S: MemoryStore> MemoryTool<S> {
+    /// A handler with the default [`Config`].
+    pub fn new(store: S) -> Self {
+        Self::with_config(store, Config::default())
+    }
+
+    /// A handler with the given limits and policies.
+    pub fn with_config(store: S, config: Config) -> Self {
+        MemoryTool { store, config }
+    }
+
+    /// The store this handler runs against.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Runs one call. `input` is either a `tool_use` block
+    /// (`{"type":"tool_use","id":…,"input":{…}}`, whose `id` is echoed as
+    /// `tool_use_id`) or a bare `input` object. Never panics: every problem
+    /// is a result with `is_error: true`.
+    pub fn dispatch(&self, input: &Value) -> ToolResult {
+        let Some(object) = input.as_object() else {
+            return ToolResult::error(render::invalid_input("expected a JSON object"));
+        };
+        if object.get("type").and_then(Value::as_str) != Some("tool_use") {
+            return self.dispatch_input(input);
+        }
+        let id = object.get("id").and_then(Value::as_str).map(str::to_owned);
+        let mut result = match object.get("input") {
+            Some(inner @ Value::Object(_)) => self.dispatch_input(inner),
+            _ => ToolResult::error(render::invalid_input(
+                "the tool_use block's `input` must be a JSON object",
+            )),
+        };
+        result.tool_use_id = id;
+        result
+    }
+
+    /// [`dispatch`](Self::dispatch) on JSON text; unparseable text is an
+    /// `Error: Invalid input: …` result.
+    pub fn dispatch_json(&self, json: &str) -> ToolResult {
+        match serde_json::from_str::<Value>(json) {
+            Ok(value) => self.dispatch(&value),
+            Err(e) => ToolResult::error(render::invalid_input(&e.to_string())),
+        }
+    }
+
+    /// Runs an already-parsed command.
+    pub fn execute(&self, command: &Command) -> ToolResult {
+        let outcome = match command {
+            Command::View { path, view_range } => self.view(path, *view_range),
+            Command::Create { path, file_text } => self.create(path, file_text),
+            Command::StrReplace {
+                path,
+                old_str,
+                new_str,
+            } => self.str_replace(path, old_str, new_str.as_deref().unwrap_or("")),
+            Command::Insert {
+                path,
+                insert_line,
+                insert_text,
+            } => self.insert(path, *insert_line, insert_text),
+            Command::Delete { path } => self.delete(path),
+            Command::Rename { old_path, new_path } => self.rename(old_path, new_path),
+        };
+        match outcome {
+            Ok(content) => ToolResult::ok(content),
+            Err(text) => ToolResult::error(text),
+        }
+    }
+
+    fn dispatch_input(&self, input: &Value) -> ToolResult {
+        let Some(object) = input.as_object() else {
+            return ToolResult::error(render::invalid_input("expected a JSON object"));
+        };
+        match Command::from_input(object) {
+            Ok(command) => self.execute(&command),
+            Err(text) => ToolResult::error(text),
+        }
+    }
+
+    // ---- view -------------------------------------------------------------
+
+    fn view(&self, raw: &str, range: Option<[i64; 2]>) -> Outcome {
+        let path = parse(raw)?;
+        let meta = self
+            .store
+            .stat(&path)
+            .map_err(|e| render::storage_failure(&e, raw))?;
+        match meta.map(|m| m.kind) {
+            None => Err(render::view_missing(raw)),
+            Some(EntryKind::Directory) => self.view_directory(&path).map(Content::Text),
+            Some(EntryKind::File) => self.view_file(&path, range),
+        }
+    }
+
+    fn view_directory(&self, dir: &MemoryPath) -> Result<String, String> {
+        let base = dir.normalized();
+        let mut rows = vec![(0, base.clone(), false)];
+        rows[0].0 = self
+            .visit(dir, &base, 1, &mut rows)
+            .map_err(|e| render::storage_failure(&e, &base))?;
+        let mut out = render::directory_header(&base);
+        let limit = self.config.view_output_limit;
+        let mut used = 0;
+        let mut shown = 0;
+        for (size, path, is_dir) in &rows {
+            let line = render::listing_line(*size, path, *is_dir);
+            let cost = line.chars().count() + usize::from(shown > 0);
+            if shown > 0 && used + cost > limit {
+                break;
+            }
+            used += cost;
+            shown += 1;
+            out.push('\n');
+            out.push_str(&line);
+        }
+        if shown < rows.len() {
+            out.push('\n');
+            out.push_str(&render::listing_truncated(rows.len() - shown));
+        }
+        Ok(out)
+    }
+
+    /// Adds the visible entries of `dir` (depth first, by name) to `rows`
+    /// down to depth 2, and returns the visible total size below `dir`.
+    fn visit(
+        &self,
+        dir: &MemoryPath,
+        shown_as: &str,
+        depth: usize,
+        rows: &mut Vec<(u64, String, bool)>,
+    ) -> Result<u64, StoreError> {
+        let mut entries = self.store.list(dir)?;
+        entries.retain(|e| !e.name.starts_with('.') && e.name != "node_modules");
+        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        let mut total = 0;
+        for entry in entries {
+            let Some(child) = dir.join(&entry.name) else {
+                continue; // a name no memory path can spell is not shown
+            };
+            let listed = depth <= 2;
+            let shown = format!("{shown_as}/{}", entry.name);
+            let row = rows.len();
+            let is_dir = entry.kind == EntryKind::Directory;
+            if listed {
+                rows.push((entry.len, shown.clone(), is_dir));
+            }
+            let size = if is_dir {
+                self.visit(&child, &shown, depth + 1, rows)?
+            } else {
+                entry.len
+            };
+            if listed {
+                rows[row].0 = size;
+            }
+            total += size;
+        }
+        Ok(total)
+    }
+
+    fn view_file(&self, path: &MemoryPath, range: Option<[i64; 2]>) -> Outcome {
+        let raw = path.as_str();
+        let file = self.store.read(path).map_err(|e| match e {
+            StoreError::NotFound { .. } | StoreError::IsADirectory { .. } => {
+                render::view_missing(raw)
+            }
+            e => render::storage_failure(&e, raw),
+        })?;
+        if let Some(format) = ImageFormat::detect(raw, &file.data) {
+            let size = file.data.len() as u64;
+            if size > self.config.max_image_size {
+                return Err(render::image_too_large(
+                    raw,
+                    size,
+                    self.config.max_image_size,
+                ));
+            }
+            return Ok(Content::Image {
+                format,
+                data: file.data,
+            });
+        }
+        let text = std::str::from_utf8(&file.data).map_err(|_| render::not_utf8(raw))?;
+        let n_lines = lines::count(text);
+        if n_lines > lines::MAX_LINES {
+            return Err(render::too_many_lines(raw));
+        }
+        let (first, last) = match range {
+            None => (1, n_lines),
+            Some([start, end]) => {
+                if start < 1 || start as u64 > n_lines as u64 {
+                    return Err(render::view_range_start(start, end, n_lines));
+                }
+                if end != -1 && end < start {
+                    return Err(render::view_range_end(start, end));
+                }
+                let last = if end == -1 || end as u64 > n_lines as u64 {
+                    n_lines
+                } else {
+                    end as usize
+                };
+                (start as usize, last)
+            }
+        };
+        let mut out = render::file_header(raw);
+        let limit = self.config.view_output_limit;
+        let mut used = 0;
+        let mut shown_last = first.saturating_sub(1);
+        let mut line_buf = String::new();
+        for (i, line) in lines::split(text)
+            .enumerate()
+            .skip(first.saturating_sub(1))
+            .take(last + 1 - first.max(1))
+        {
+            let n = i + 1;
+            line_buf.clear();
+            render::numbered_line(&mut line_buf, n, line);
+            let is_first = n == first;
+            let cost = line_buf.chars().count() + usize::from(!is_first);
+            if !is_first && used + cost > limit {
+                break;
+            }
+            used += cost;
+            shown_last = n;
+            out.push('\n');
+            out.push_str(&line_buf);
+        }
+        if n_lines > 0 && shown_last < last {
+            out.push('\n');
+            out.push_str(&render::file_truncated(first, shown_last, n_lines));
+        }
+        Ok(Content::Text(out))
+    }
+
+    // ---- create -----------------------------------------------------------
+
+    fn create(&self, raw: &str, file_text: &str) -> Outcome {
+        let path = parse(raw)?;
+        if path.is_root() {
+            return Err(render::already_exists("/memories"));
+        }
+        if path.has_trailing_slash() {
+            return Err(render::ends_in_slash(raw));
+        }
+        let size = file_text.len() as u64;
+        self.check_file_size(raw, size)?;
+        let mode = match self.config.create_policy {
+            CreatePolicy::Reject => WriteMode::Create,
+            CreatePolicy::Overwrite => WriteMode::Overwrite,
+        };
+        if self.config.max_store_size.is_some() {
+            let existing = self
+                .store
+                .stat(&path)
+                .map_err(|e| render::storage_failure(&e, raw))?;
+            // A plain create would say "already exists" first.
+            let replaced = match existing {
+                Some(_) if mode == WriteMode::Create => return Err(render::already_exists(raw)),
+                Some(m) => m.len,
+                None => 0,
+            };
+            self.check_store_size(raw, replaced, size)?;
+        }
+        match self.store.write(&path, file_text.as_bytes(), mode) {
+            Ok(_) => Ok(Content::Text(render::created(raw))),
+            Err(StoreError::AlreadyExists { .. } | StoreError::IsADirectory { .. }) => {
+                Err(render::already_exists(raw))
+            }
+            Err(StoreError::ParentNotDirectory { parent, .. }) => {
+                Err(render::parent_is_file(raw, &parent.normalized()))
+            }
+            Err(e) => Err(render::storage_failure(&e, raw)),
+        }
+    }
+
+    // ---- str_replace and insert -------------------------------------------
+
+    fn str_replace(&self, raw: &str, old_str: &str, new_str: &str) -> Outcome {
+        let path = parse(raw)?;
+        if old_str.is_empty() {
+            return Err(render::empty_old_str());
+        }
+        let missing = render::edit_missing;
+        let (text, start) = self.edit(&path, missing, |text| {
+            let mut found = text.match_indices(old_str);
+            let Some((start, _)) = found.next() else {
+                return Err(render::no_match(old_str, raw));
+            };
+            if found.next().is_some() {
+                return Err(render::multiple_matches(old_str, &match_lines(text, old_str)));
+            }
+            let mut edited = String::with_capacity(text.len() - old_str.len() + new_str.len());
+            edited.push_str(&text[..start]);
+            edited.push_str(new_str);
+            edited.push_str(&text[start + old_str.len()..]);
+            Ok((edited, start))
+        })?;
+        let first = lines::line_at(&text, start);
+        let last = match new_str.char_indices().last() {
+            Some((i, _)) => lines::line_at(&text, start + i),
+            None => first,
+        };
+        let mut out = render::edited_header().to_owned();
+        let n_lines = lines::count(&text);
+        if n_lines == 0 {
+            out.push('\n');
+            render::numbered_line(&mut out, 1, "");
+            return Ok(Content::Text(out));
+        }
+        let from = first.saturating_sub(2).max(1);
+        let to = (last + 2).min(n_lines);
+        for (i, line) in lines::split(&text)
+            .enumerate()
+            .skip(from - 1)
+            .take((to + 1).saturating_sub(from))
+        {
+            out.push('\n');
+            render::numbered_line(&mut out, i + 1, line);
+        }
+        Ok(Content::Text(out))
+    }
+
+    fn insert(&self, raw: &str, insert_line: i64, insert_text: &str) -> Outcome {
+        let path = parse(raw)?;
+        let new_lines = insert_text.strip_suffix('\n').unwrap_or(insert_text);
+        self.edit(&path, render::missing, |text| {
+            let n_lines = lines::count(text);
+            let at = usize::try_from(insert_line)
+                .ok()
+                .filter(|&n| n <= n_lines)
+                .ok_or_else(|| render::insert_line_out_of_range(insert_line, n_lines))?;
+            let offset = lines::end_of_line(text, at);
+            let mut edited = String::with_capacity(text.len() + new_lines.len() + 2);
+            edited.push_str(&text[..offset]);
+            if !edited.is_empty() && !edited.ends_with('\n') {
+                edited.push('\n');
+            }
+            edited.push_str(new_lines);
+            edited.push('\n');
+            edited.push_str(&text[offset..]);
+            if !edited.ends_with('\n') {
+                edited.push('\n');
+            }
+            Ok((edited, ()))
+        })?;
+        Ok(Content::Text(render::inserted(raw)))
+    }
+
+    /// Read-modify-write with compare-and-swap: `change` computes the new
+    /// text from the current one; if another writer got in between, the
+    /// edit is recomputed on the fresh content, so no update is lost.
+    fn edit<T>(
+        &self,
+        path: &MemoryPath,
+        missing: fn(&str) -> String,
+        change: impl Fn(&str) -> Result<(String, T), String>,
+    ) -> Result<(String, T), String> {
+        let raw = path.as_str();
+        for _ in 0..EDIT_ATTEMPTS {
+            let file = self.store.read(path).map_err(|e| match e {
+                StoreError::NotFound { .. } | StoreError::IsADirectory { .. } => missing(raw),
+                e => render::storage_failure(&e, raw),
+            })?;
+            let text = std::str::from_utf8(&file.data).map_err(|_| render::not_utf8(raw))?;
+            let (edited, extra) = change(text)?;
+            let size = edited.len() as u64;
+            self.check_file_size(raw, size)?;
+            if self.config.max_store_size.is_some() {
+                self.check_store_size(raw, file.data.len() as u64, size)?;
+            }
+            match self
+                .store
+                .write(path, edited.as_bytes(), WriteMode::Update(file.version))
+            {
+                Ok(_) => return Ok((edited, extra)),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(StoreError::NotFound { .. } | StoreError::IsADirectory { .. }) => {
+                    return Err(missing(raw));
+                }
+                Err(e) => return Err(render::storage_failure(&e, raw)),
+            }
+        }
+        Err(render::edit_conflict(raw))
+    }
+
+    // ---- delete and rename ------------------------------------------------
+
+    fn delete(&self, raw: &str) -> Outcome {
+        let path = parse(raw)?;
+        if path.is_root() {
+            return Err(render::delete_root());
+        }
+        match self.store.delete(&path) {
+            Ok(()) => Ok(Content::Text(render::deleted(raw))),
+            Err(StoreError::NotFound { .. }) => Err(render::missing(raw)),
+            Err(e) => Err(render::storage_failure(&e, raw)),
+        }
+    }
+
+    fn rename(&self, old_raw: &str, new_raw: &str) -> Outcome {
+        let from = parse(old_raw)?;
+        let to = parse(new_raw)?;
+        if from.is_root() {
+            return Err(render::rename_root());
+        }
+        if to.is_strictly_inside(&from) {
+            let exists = self
+                .store
+                .stat(&from)
+                .map_err(|e| render::storage_failure(&e, old_raw))?;
+            return Err(match exists {
+                None => render::missing(old_raw),
+                Some(_) => render::move_into_itself(old_raw),
+            });
+        }
+        match self.store.rename(&from, &to) {
+            Ok(()) => Ok(Content::Text(render::renamed(old_raw, new_raw))),
+            Err(StoreError::NotFound { .. }) => Err(render::missing(old_raw)),
+            Err(StoreError::AlreadyExists { .. }) => Err(render::destination_exists(new_raw)),
+            Err(StoreError::ParentNotDirectory { parent, .. }) => Err(
+                render::rename_parent_is_file(old_raw, new_raw, &parent.normalized()),
+            ),
+            Err(e) => {
+                let shown = match &e {
+                    StoreError::Symlink { path } if *path == to => new_raw,
+                    _ => old_raw,
+                };
+                Err(render::storage_failure(&e, shown))
+            }
+        }
+    }
+
+    // ---- limits -----------------------------------------------------------
+
+    fn check_file_size(&self, raw: &str, size: u64) -> Result<(), String> {
+        let limit = self.config.max_file_size;
+        if size > limit {
+            return Err(render::file_too_large(raw, size, limit));
+        }
+        Ok(())
+    }
+
+    /// Refuses a write that replaces `old` bytes with `new` if the store
+    /// would then exceed its limit.
+    fn check_store_size(&self, raw: &str, old: u64, new: u64) -> Result<(), String> {
+        let Some(limit) = self.config.max_store_size else {
+            return Ok(());
+        };
+        let total = self
+            .store
+            .total_size()
+            .map_err(|e| render::storage_failure(&e, raw))?;
+        let after = total.saturating_sub(old) + new;
+        if after > limit {
+            return Err(render::store_too_large(after, limit));
+        }
+        Ok(())
+    }
+}
+
+/// The ascending, de-duplicated lines where non-overlapping matches start,
+/// counted in one pass.
+fn match_lines(text: &str, needle: &str) -> Vec<usize> {
+    let mut lines = Vec::new();
+    let (mut line, mut counted_to) = (1, 0);
+    for (i, _) in text.match_indices(needle) {
+        line += lines::line_at(&text[counted_to..i], i - counted_to) - 1;
+        counted_to = i;
+        if lines.last() != Some(&line) {
+            lines.push(line);
+        }
+    }
+    lines
+}
+
+fn parse(raw: &str) -> Result<MemoryPath, String> {
+    MemoryPath::parse(raw).map_err(|e| render::invalid_path(raw, &e))
+}

@@ -1,0 +1,90 @@
+//! A handler for Claude's memory tool (`memory_20250818`), for Rust.
+//!
+//! Claude's memory tool is client-side: Claude sends `tool_use` blocks with
+//! one of six commands (`view`, `create`, `str_replace`, `insert`, `delete`,
+//! `rename`) on paths under `/memories`, and your application runs them
+//! against its own storage and answers with `tool_result` blocks. This crate
+//! is that application side: validation, the six commands, the exact
+//! reference result strings, and storage backends behind one trait.
+//!
+//! # Highlights
+//!
+//! - [`MemoryTool::dispatch`]: a `tool_use` block (or bare `input`) as
+//!   [`serde_json::Value`] in, a [`ToolResult`] out, whose
+//!   [`to_json`](ToolResult::to_json) is the `tool_result` block to send.
+//!   It never panics; every bad input is a result with `is_error: true`.
+//! - [`MemoryPath`]: the validated path type. Paths are checked once, at
+//!   the boundary (`..`, encodings, control characters, lengths); stores
+//!   never see a raw string.
+//! - [`MemoryStore`]: a handful of primitives (stat, read, atomic write with
+//!   create / overwrite / compare-and-swap modes, list, delete, rename
+//!   without overwrite). Implement it for your own backend and prove it with
+//!   the [`conformance`] suite.
+//!
+//! # Available stores
+//!
+//! - [`FilesystemStore`]: files under a root directory; atomic, durable
+//!   writes (temp file, fsync, rename, fsync dir), modes 0600/0700, refuses
+//!   symbolic links, locked against concurrent writers.
+//! - [`InMemoryStore`]: a tree in memory, for tests and ephemeral agents.
+//!
+//! # One step of a tool-use loop
+//!
+//! ```
+//! use claude_memory::{InMemoryStore, MemoryTool};
+//! use serde_json::json;
+//!
+//! let tool = MemoryTool::new(InMemoryStore::new());
+//!
+//! // Send `claude_memory::tool_definition()` in the request's `tools`.
+//! // A response's content may then hold blocks like these:
+//! let content = json!([
+//!     {"type": "text", "text": "Let me check my memory first."},
+//!     {"type": "tool_use", "id": "toolu_01", "name": "memory",
+//!      "input": {"command": "create", "path": "/memories/notes.md",
+//!                "file_text": "Acme Corp prefers email follow-ups.\n"}},
+//! ]);
+//!
+//! // Answer every memory call with a tool_result block, in order.
+//! let results: Vec<_> = content
+//!     .as_array()
+//!     .into_iter()
+//!     .flatten()
+//!     .filter(|b| b["type"] == "tool_use" && b["name"] == "memory")
+//!     .map(|b| tool.dispatch(b).to_json())
+//!     .collect();
+//!
+//! assert_eq!(
+//!     results[0],
+//!     json!({"type": "tool_result", "tool_use_id": "toolu_01",
+//!            "content": "File created successfully at: /memories/notes.md"})
+//! );
+//! // Next request: append {"role": "user", "content": results}.
+//! ```
+#![warn(missing_docs)]
+
+mod base64;
+mod command;
+mod config;
+pub mod conformance;
+mod dispatch;
+mod lines;
+pub mod path;
+mod render;
+mod result;
+pub mod store;
+
+pub use command::Command;
+pub use config::{Config, CreatePolicy};
+pub use dispatch::MemoryTool;
+pub use path::{MemoryPath, PathError};
+pub use render::human_size;
+pub use result::{Content, ImageFormat, ToolResult};
+pub use store::{FilesystemStore, InMemoryStore, MemoryStore, StoreError};
+
+/// The tool definition to put in a Messages API request's `tools`:
+/// `{"type": "memory_20250818", "name": "memory"}`. The API supplies the
+/// schema, so there is none here.
+pub fn tool_definition() -> serde_json::Value {
+    serde_json::json!({"type": "memory_20250818", "name": "memory"})
+}

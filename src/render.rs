@@ -1,0 +1,305 @@
+//! Every string the model sees, in one place (SPEC §3–§5).
+//!
+//! Nothing else in the crate formats model-facing text. Paths passed in are
+//! virtual (`/memories/…`); host paths and OS error text never reach here,
+//! so they cannot leak into a tool result.
+
+use std::io;
+
+use crate::path::PathError;
+use crate::store::StoreError;
+
+// ---- input (§4) -----------------------------------------------------------
+
+pub(crate) fn invalid_input(reason: &str) -> String {
+    format!("Error: Invalid input: {reason}")
+}
+
+pub(crate) fn unknown_command(command: &str) -> String {
+    format!(
+        "Error: Unknown command `{command}`. Expected one of: view, create, str_replace, insert, delete, rename"
+    )
+}
+
+pub(crate) fn missing_command() -> String {
+    "Error: Missing required parameter `command`".to_owned()
+}
+
+pub(crate) fn missing_field(field: &str, command: &str) -> String {
+    format!("Error: Missing required parameter `{field}` for command `{command}`")
+}
+
+pub(crate) fn wrong_type(field: &str, expected: &str) -> String {
+    format!("Error: Parameter `{field}` must be {expected}")
+}
+
+// ---- paths (§2) -----------------------------------------------------------
+
+pub(crate) fn invalid_path(path: &str, error: &PathError) -> String {
+    format!("Error: The path {path} is not a valid memory path: {error}")
+}
+
+pub(crate) fn symlink(path: &str) -> String {
+    format!("Error: Refusing to follow a symbolic link for {path}")
+}
+
+// ---- view -----------------------------------------------------------------
+
+pub(crate) fn directory_header(path: &str) -> String {
+    format!(
+        "Here're the files and directories up to 2 levels deep in {path}, excluding hidden items and node_modules:"
+    )
+}
+
+pub(crate) fn listing_line(size: u64, path: &str, is_dir: bool) -> String {
+    let slash = if is_dir { "/" } else { "" };
+    format!("{}\t{path}{slash}", human_size(size))
+}
+
+pub(crate) fn listing_truncated(more: usize) -> String {
+    format!("[Output truncated: {more} more entries not shown.]")
+}
+
+pub(crate) fn file_header(path: &str) -> String {
+    format!("Here's the content of {path} with line numbers:")
+}
+
+/// One numbered line, as `cat -n` would print it.
+pub(crate) fn numbered_line(out: &mut String, n: usize, line: &str) {
+    use std::fmt::Write;
+    let _ = write!(out, "{n:>6}\t{line}");
+}
+
+pub(crate) fn file_truncated(first: usize, last: usize, n_lines: usize) -> String {
+    format!(
+        "[Output truncated: showing lines {first}-{last} of {n_lines}. Use view_range to see the rest.]"
+    )
+}
+
+pub(crate) fn view_range_not_integers(shown: &str) -> String {
+    format!("Error: Invalid `view_range` parameter: {shown}. It should be a list of two integers.")
+}
+
+pub(crate) fn view_range_start(start: i64, end: i64, n_lines: usize) -> String {
+    format!(
+        "Error: Invalid `view_range` parameter: [{start}, {end}]. Its first element `{start}` should be within the range of lines of the file: [1, {n_lines}]"
+    )
+}
+
+pub(crate) fn view_range_end(start: i64, end: i64) -> String {
+    format!(
+        "Error: Invalid `view_range` parameter: [{start}, {end}]. Its second element `{end}` should be larger or equal than its first `{start}`."
+    )
+}
+
+pub(crate) fn too_many_lines(path: &str) -> String {
+    format!("File {path} exceeds maximum line limit of 999,999 lines.")
+}
+
+pub(crate) fn image_too_large(path: &str, size: u64, limit: u64) -> String {
+    format!("Error: Image {path} is {size} bytes, over the limit of {limit} bytes")
+}
+
+pub(crate) fn not_utf8(path: &str) -> String {
+    format!("Error: The file {path} is not a valid UTF-8 text file.")
+}
+
+pub(crate) fn view_missing(path: &str) -> String {
+    format!("The path {path} does not exist. Please provide a valid path.")
+}
+
+// ---- create ---------------------------------------------------------------
+
+pub(crate) fn created(path: &str) -> String {
+    format!("File created successfully at: {path}")
+}
+
+pub(crate) fn already_exists(path: &str) -> String {
+    format!("Error: File {path} already exists")
+}
+
+pub(crate) fn ends_in_slash(path: &str) -> String {
+    format!("Error: The path {path} ends in /, which cannot name a file")
+}
+
+pub(crate) fn parent_is_file(path: &str, parent: &str) -> String {
+    format!("Error: Cannot create {path}: {parent} is a file, not a directory")
+}
+
+// ---- str_replace ----------------------------------------------------------
+
+pub(crate) fn edited_header() -> &'static str {
+    "The memory file has been edited. Here is the snippet showing the change (with line numbers):"
+}
+
+pub(crate) fn edit_missing(path: &str) -> String {
+    format!("Error: The path {path} does not exist. Please provide a valid path.")
+}
+
+pub(crate) fn no_match(old_str: &str, path: &str) -> String {
+    format!(
+        "No replacement was performed, old_str `{}` did not appear verbatim in {path}.",
+        echo(old_str)
+    )
+}
+
+pub(crate) fn multiple_matches(old_str: &str, lines: &[usize]) -> String {
+    let lines: Vec<String> = lines.iter().map(usize::to_string).collect();
+    format!(
+        "No replacement was performed. Multiple occurrences of old_str `{}` in lines: {}. Please ensure it is unique",
+        echo(old_str),
+        lines.join(", ")
+    )
+}
+
+pub(crate) fn empty_old_str() -> String {
+    "Error: old_str must not be empty.".to_owned()
+}
+
+/// `old_str` as echoed: at most 200 characters, then `…`.
+fn echo(old_str: &str) -> std::borrow::Cow<'_, str> {
+    match old_str.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &old_str[..cut]).into(),
+        None => old_str.into(),
+    }
+}
+
+// ---- insert ---------------------------------------------------------------
+
+pub(crate) fn inserted(path: &str) -> String {
+    format!("The file {path} has been edited.")
+}
+
+pub(crate) fn missing(path: &str) -> String {
+    format!("Error: The path {path} does not exist")
+}
+
+pub(crate) fn insert_line_out_of_range(insert_line: i64, n_lines: usize) -> String {
+    format!(
+        "Error: Invalid `insert_line` parameter: {insert_line}. It should be within the range of lines of the file: [0, {n_lines}]"
+    )
+}
+
+// ---- delete ---------------------------------------------------------------
+
+pub(crate) fn deleted(path: &str) -> String {
+    format!("Successfully deleted {path}")
+}
+
+pub(crate) fn delete_root() -> String {
+    "Error: Cannot delete the /memories directory itself".to_owned()
+}
+
+// ---- rename ---------------------------------------------------------------
+
+pub(crate) fn renamed(old_path: &str, new_path: &str) -> String {
+    format!("Successfully renamed {old_path} to {new_path}")
+}
+
+pub(crate) fn destination_exists(new_path: &str) -> String {
+    format!("Error: The destination {new_path} already exists")
+}
+
+pub(crate) fn rename_root() -> String {
+    "Error: Cannot rename the /memories directory itself".to_owned()
+}
+
+pub(crate) fn move_into_itself(old_path: &str) -> String {
+    format!("Error: Cannot move {old_path} into itself")
+}
+
+pub(crate) fn rename_parent_is_file(old_path: &str, new_path: &str, parent: &str) -> String {
+    format!("Error: Cannot move {old_path} to {new_path}: {parent} is a file, not a directory")
+}
+
+// ---- limits (§5) ----------------------------------------------------------
+
+pub(crate) fn file_too_large(path: &str, size: u64, limit: u64) -> String {
+    format!("Error: File {path} would be {size} bytes, over the limit of {limit} bytes")
+}
+
+pub(crate) fn store_too_large(total: u64, limit: u64) -> String {
+    format!("Error: The memory store would hold {total} bytes, over the limit of {limit} bytes")
+}
+
+// ---- storage failures (§4) ------------------------------------------------
+
+pub(crate) fn edit_conflict(path: &str) -> String {
+    format!(
+        "Error: The file {path} kept changing while it was being edited; nothing was written. Try the edit again"
+    )
+}
+
+/// A storage failure the command has no more specific text for:
+/// `Error: {what failed} for {path}`, the virtual path only.
+pub(crate) fn storage_failure(error: &StoreError, path: &str) -> String {
+    match error {
+        StoreError::Symlink { .. } => symlink(path),
+        StoreError::Conflict { .. } => edit_conflict(path),
+        StoreError::Io { op, source, .. } => {
+            format!("Error: Could not {op} ({}) for {path}", io_cause(source))
+        }
+        StoreError::NotFound { .. } => missing(path),
+        StoreError::AlreadyExists { .. } => already_exists(path),
+        _ => format!("Error: The storage operation failed for {path}"),
+    }
+}
+
+fn io_cause(e: &io::Error) -> &'static str {
+    use io::ErrorKind as K;
+    match e.kind() {
+        K::PermissionDenied => "permission denied",
+        K::StorageFull => "no space left on the storage",
+        K::QuotaExceeded => "storage quota exceeded",
+        K::ReadOnlyFilesystem => "the storage is read-only",
+        K::FileTooLarge => "file too large for the storage",
+        K::Interrupted | K::TimedOut | K::WouldBlock => "interrupted",
+        _ => "input/output error",
+    }
+}
+
+// ---- sizes ----------------------------------------------------------------
+
+/// A byte count in binary units as SPEC §3 prints it: `512B`, `1.5K`,
+/// `4.0M`. The unit is the smallest whose one-decimal form is below
+/// `1024.0`, so 1,048,575 bytes is `1.0M`, never `1024.0K`.
+pub fn human_size(bytes: u64) -> String {
+    if bytes < 1024 {
+        return format!("{bytes}B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    for unit in ['K', 'M', 'G'] {
+        let shown = format!("{value:.1}");
+        if shown.parse::<f64>().is_ok_and(|v| v < 1024.0) {
+            return format!("{shown}{unit}");
+        }
+        value /= 1024.0;
+    }
+    format!("{value:.1}T")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_follow_spec_examples() {
+        assert_eq!(human_size(0), "0B");
+        assert_eq!(human_size(512), "512B");
+        assert_eq!(human_size(1023), "1023B");
+        assert_eq!(human_size(1024), "1.0K");
+        assert_eq!(human_size(1536), "1.5K");
+        assert_eq!(human_size(12595), "12.3K");
+        assert_eq!(human_size(1_048_575), "1.0M");
+        assert_eq!(human_size(4 * 1024 * 1024), "4.0M");
+        assert_eq!(human_size(u64::MAX), "16777216.0T");
+    }
+
+    #[test]
+    fn old_str_echo_is_cut_at_200_characters() {
+        let long = "é".repeat(201);
+        assert_eq!(echo(&long), format!("{}…", "é".repeat(200)));
+        let exact = "x".repeat(200);
+        assert_eq!(echo(&exact), exact);
+    }
+}

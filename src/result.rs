@@ -1,0 +1,130 @@
+//! What a command returns, and its `tool_result` JSON block.
+
+use serde_json::{Map, Value, json};
+
+use crate::base64;
+
+/// An image format `view` can return as an image block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageFormat {
+    /// `image/png`
+    Png,
+    /// `image/jpeg`
+    Jpeg,
+}
+
+impl ImageFormat {
+    /// The MIME type sent to the API.
+    pub fn media_type(self) -> &'static str {
+        match self {
+            ImageFormat::Png => "image/png",
+            ImageFormat::Jpeg => "image/jpeg",
+        }
+    }
+
+    /// The format of a file named `name` holding `data`, if its extension
+    /// says image and its bytes agree.
+    pub(crate) fn detect(name: &str, data: &[u8]) -> Option<Self> {
+        let lower = name.to_ascii_lowercase();
+        if lower.ends_with(".png") && data.starts_with(b"\x89PNG\r\n\x1a\n") {
+            Some(ImageFormat::Png)
+        } else if (lower.ends_with(".jpg") || lower.ends_with(".jpeg"))
+            && data.starts_with(&[0xFF, 0xD8, 0xFF])
+        {
+            Some(ImageFormat::Jpeg)
+        } else {
+            None
+        }
+    }
+}
+
+/// One content block of a tool result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Content {
+    /// Text for the model.
+    Text(String),
+    /// An image file's bytes (sent base64-encoded).
+    Image {
+        /// PNG or JPEG.
+        format: ImageFormat,
+        /// The raw bytes.
+        data: Vec<u8>,
+    },
+}
+
+impl Content {
+    /// The API's JSON content block.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Content::Text(text) => json!({"type": "text", "text": text}),
+            Content::Image { format, data } => json!({
+                "type": "image",
+                "source": {
+                    "type": "base64",
+                    "media_type": format.media_type(),
+                    "data": base64::encode(data),
+                },
+            }),
+        }
+    }
+}
+
+/// The answer to one memory tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    /// The `id` of the `tool_use` block answered, when the input was one.
+    pub tool_use_id: Option<String>,
+    /// The content blocks (one text block, or one image block).
+    pub content: Vec<Content>,
+    /// True on any failure; the model sees the text either way.
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    pub(crate) fn ok(content: Content) -> Self {
+        ToolResult {
+            tool_use_id: None,
+            content: vec![content],
+            is_error: false,
+        }
+    }
+
+    pub(crate) fn error(text: String) -> Self {
+        ToolResult {
+            tool_use_id: None,
+            content: vec![Content::Text(text)],
+            is_error: true,
+        }
+    }
+
+    /// The text of the result, if it is a single text block.
+    pub fn text(&self) -> Option<&str> {
+        match self.content.as_slice() {
+            [Content::Text(t)] => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The `tool_result` block to send back to the API:
+    /// `{"type":"tool_result","tool_use_id":…,"content":…,"is_error":true}`.
+    ///
+    /// `content` is a string for a single text block and an array of blocks
+    /// otherwise; `tool_use_id` is present when known; `is_error` only when
+    /// true.
+    pub fn to_json(&self) -> Value {
+        let mut block = Map::new();
+        block.insert("type".into(), "tool_result".into());
+        if let Some(id) = &self.tool_use_id {
+            block.insert("tool_use_id".into(), id.clone().into());
+        }
+        let content = match self.text() {
+            Some(text) => Value::String(text.to_owned()),
+            None => self.content.iter().map(Content::to_json).collect(),
+        };
+        block.insert("content".into(), content);
+        if self.is_error {
+            block.insert("is_error".into(), true.into());
+        }
+        Value::Object(block)
+    }
+}

@@ -1,0 +1,101 @@
+//! Errors of the storage layer, for programmers.
+//!
+//! Each variant carries the *virtual* path, never a host path; the text the
+//! model sees is rendered separately in [`render`](crate::render), so even a
+//! backend's own error message cannot leak into a tool result.
+
+use std::io;
+
+use crate::path::MemoryPath;
+
+/// Result of a [`MemoryStore`](super::MemoryStore) primitive.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Why a storage primitive failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Nothing at the path (or an ancestor is a file).
+    #[error("{path} does not exist")]
+    NotFound {
+        /// The path asked for.
+        path: MemoryPath,
+    },
+    /// Something is already at the path.
+    #[error("{path} already exists")]
+    AlreadyExists {
+        /// The path asked for.
+        path: MemoryPath,
+    },
+    /// A file operation met a directory.
+    #[error("{path} is a directory")]
+    IsADirectory {
+        /// The path asked for.
+        path: MemoryPath,
+    },
+    /// A directory operation met a file.
+    #[error("{path} is not a directory")]
+    NotADirectory {
+        /// The path asked for.
+        path: MemoryPath,
+    },
+    /// An ancestor of the path is a file, so the path cannot be created.
+    #[error("{parent} is a file, so {path} cannot be created")]
+    ParentNotDirectory {
+        /// The path asked for.
+        path: MemoryPath,
+        /// The ancestor that is a file.
+        parent: MemoryPath,
+    },
+    /// A compare-and-swap write found a newer version.
+    #[error("{path} was changed concurrently")]
+    Conflict {
+        /// The path asked for.
+        path: MemoryPath,
+    },
+    /// The path meets a symbolic link (filesystem backend), which is refused.
+    #[error("{path} meets a symbolic link")]
+    Symlink {
+        /// The path asked for.
+        path: MemoryPath,
+    },
+    /// An operation the store does not allow at this path, such as deleting
+    /// the root or moving a directory into itself. `dispatch` checks these
+    /// first, so a model never reaches them.
+    #[error("{path}: {reason}")]
+    Invalid {
+        /// The path asked for.
+        path: MemoryPath,
+        /// What is not allowed.
+        reason: &'static str,
+    },
+    /// An I/O failure.
+    #[error("{op} failed for {path}: {source}")]
+    Io {
+        /// What was being done, e.g. `"write"`.
+        op: &'static str,
+        /// The path asked for.
+        path: MemoryPath,
+        /// The underlying error (its text is never shown to the model).
+        source: io::Error,
+    },
+    /// A failure in a custom backend (database, network, …).
+    #[error("backend failed for {path}: {source}")]
+    Backend {
+        /// The path asked for.
+        path: MemoryPath,
+        /// The backend's error (its text is never shown to the model).
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl StoreError {
+    /// Wraps an I/O error with the operation and virtual path.
+    pub fn io(op: &'static str, path: &MemoryPath, source: io::Error) -> Self {
+        StoreError::Io {
+            op,
+            path: path.clone(),
+            source,
+        }
+    }
+}

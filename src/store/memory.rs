@@ -1,0 +1,287 @@
+//! `InMemoryStore`: a tree in a lock, for tests, ephemeral agents and as the
+//! reference the other backends are compared against.
+
+use std::collections::BTreeMap;
+use std::sync::{PoisonError, RwLock};
+
+use super::{
+    DirEntry, EntryKind, FileContent, MemoryStore, Metadata, StoreError, StoreResult, Version,
+    WriteMode,
+};
+use crate::path::MemoryPath;
+
+/// A store held in memory; nothing survives the process.
+///
+/// Every primitive runs under one lock, so each is atomic, and
+/// [`WriteMode::Update`] compares a per-store generation counter: a
+/// concurrent edit is always detected.
+#[derive(Debug, Default)]
+pub struct InMemoryStore {
+    inner: RwLock<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    root: Dir,
+    generation: u64,
+}
+
+#[derive(Debug, Default)]
+struct Dir {
+    children: BTreeMap<String, Node>,
+}
+
+#[derive(Debug)]
+enum Node {
+    File { data: Vec<u8>, version: u64 },
+    Dir(Dir),
+}
+
+/// Where a path leads in the tree.
+enum Lookup<'a> {
+    Found(&'a Node),
+    /// Nothing there; all existing ancestors are directories.
+    Missing,
+    /// The ancestor with this many components is a file.
+    ParentFile(usize),
+}
+
+impl InMemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn read_inner(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
+        // Nothing panics while holding the lock; if a caller's panic ever
+        // poisoned it, the tree is still consistent (mutations are applied
+        // only after all checks), so go on.
+        self.inner.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write_inner(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Dir {
+    fn lookup(&self, components: &[String]) -> Lookup<'_> {
+        let Some((last, parents)) = components.split_last() else {
+            return Lookup::Missing; // the root is handled by callers
+        };
+        let mut dir = self;
+        for (i, c) in parents.iter().enumerate() {
+            match dir.children.get(c) {
+                Some(Node::Dir(d)) => dir = d,
+                Some(Node::File { .. }) => return Lookup::ParentFile(i + 1),
+                None => return Lookup::Missing,
+            }
+        }
+        dir.children.get(last).map_or(Lookup::Missing, Lookup::Found)
+    }
+
+    /// The parent directory of `components`, creating missing ones. Callers
+    /// have checked (via `lookup`) that no ancestor is a file.
+    fn parent_mut(&mut self, components: &[String]) -> Option<&mut Dir> {
+        let (_, parents) = components.split_last()?;
+        let mut dir = self;
+        for c in parents {
+            let node = dir
+                .children
+                .entry(c.clone())
+                .or_insert_with(|| Node::Dir(Dir::default()));
+            match node {
+                Node::Dir(d) => dir = d,
+                Node::File { .. } => return None,
+            }
+        }
+        Some(dir)
+    }
+
+    fn total(&self) -> u64 {
+        self.children
+            .values()
+            .map(|n| match n {
+                Node::File { data, .. } => data.len() as u64,
+                Node::Dir(d) => d.total(),
+            })
+            .sum()
+    }
+}
+
+fn parent_error(path: &MemoryPath, depth: usize) -> StoreError {
+    let parent = path
+        .ancestors()
+        .nth(depth)
+        .unwrap_or_else(MemoryPath::root);
+    StoreError::ParentNotDirectory {
+        path: path.clone(),
+        parent,
+    }
+}
+
+fn metadata(node: &Node) -> Metadata {
+    match node {
+        Node::File { data, .. } => Metadata {
+            kind: EntryKind::File,
+            len: data.len() as u64,
+        },
+        Node::Dir(_) => Metadata {
+            kind: EntryKind::Directory,
+            len: 0,
+        },
+    }
+}
+
+impl MemoryStore for InMemoryStore {
+    fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+        let inner = self.read_inner();
+        if path.is_root() {
+            return Ok(Some(metadata(&Node::Dir(Dir::default()))));
+        }
+        Ok(match inner.root.lookup(path.components()) {
+            Lookup::Found(n) => Some(metadata(n)),
+            _ => None,
+        })
+    }
+
+    fn read(&self, path: &MemoryPath) -> StoreResult<FileContent> {
+        let inner = self.read_inner();
+        if path.is_root() {
+            return Err(StoreError::IsADirectory { path: path.clone() });
+        }
+        match inner.root.lookup(path.components()) {
+            Lookup::Found(Node::File { data, version }) => Ok(FileContent {
+                data: data.clone(),
+                version: Version::new(u128::from(*version)),
+            }),
+            Lookup::Found(Node::Dir(_)) => Err(StoreError::IsADirectory { path: path.clone() }),
+            _ => Err(StoreError::NotFound { path: path.clone() }),
+        }
+    }
+
+    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        let mut inner = self.write_inner();
+        if path.is_root() {
+            return Err(match mode {
+                WriteMode::Create => StoreError::AlreadyExists { path: path.clone() },
+                _ => StoreError::IsADirectory { path: path.clone() },
+            });
+        }
+        match (inner.root.lookup(path.components()), mode) {
+            (Lookup::ParentFile(depth), _) => return Err(parent_error(path, depth)),
+            (Lookup::Found(_), WriteMode::Create) => {
+                return Err(StoreError::AlreadyExists { path: path.clone() });
+            }
+            (Lookup::Found(Node::Dir(_)), _) => {
+                return Err(StoreError::IsADirectory { path: path.clone() });
+            }
+            (Lookup::Found(Node::File { version, .. }), WriteMode::Update(expected))
+                if Version::new(u128::from(*version)) != expected =>
+            {
+                return Err(StoreError::Conflict { path: path.clone() });
+            }
+            (Lookup::Missing, WriteMode::Update(_)) => {
+                return Err(StoreError::NotFound { path: path.clone() });
+            }
+            _ => {}
+        }
+        inner.generation += 1;
+        let version = inner.generation;
+        let name = path.name().unwrap_or_default().to_owned();
+        let parent = inner
+            .root
+            .parent_mut(path.components())
+            .ok_or_else(|| parent_error(path, 0))?;
+        parent.children.insert(
+            name,
+            Node::File {
+                data: data.to_vec(),
+                version,
+            },
+        );
+        Ok(Version::new(u128::from(version)))
+    }
+
+    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+        let inner = self.read_inner();
+        let d = if dir.is_root() {
+            &inner.root
+        } else {
+            match inner.root.lookup(dir.components()) {
+                Lookup::Found(Node::Dir(d)) => d,
+                Lookup::Found(Node::File { .. }) => {
+                    return Err(StoreError::NotADirectory { path: dir.clone() });
+                }
+                _ => return Err(StoreError::NotFound { path: dir.clone() }),
+            }
+        };
+        Ok(d.children
+            .iter()
+            .map(|(name, node)| {
+                let m = metadata(node);
+                DirEntry {
+                    name: name.clone(),
+                    kind: m.kind,
+                    len: m.len,
+                }
+            })
+            .collect())
+    }
+
+    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+        let mut inner = self.write_inner();
+        if path.is_root() {
+            return Err(StoreError::Invalid {
+                path: path.clone(),
+                reason: "the root cannot be deleted",
+            });
+        }
+        if !matches!(inner.root.lookup(path.components()), Lookup::Found(_)) {
+            return Err(StoreError::NotFound { path: path.clone() });
+        }
+        let name = path.name().unwrap_or_default();
+        if let Some(parent) = inner.root.parent_mut(path.components()) {
+            parent.children.remove(name);
+        }
+        Ok(())
+    }
+
+    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        let mut inner = self.write_inner();
+        if from.is_root() || to.is_strictly_inside(from) {
+            return Err(StoreError::Invalid {
+                path: from.clone(),
+                reason: "cannot move the root, or a directory into itself",
+            });
+        }
+        if !matches!(inner.root.lookup(from.components()), Lookup::Found(_)) {
+            return Err(StoreError::NotFound { path: from.clone() });
+        }
+        if to.is_root() {
+            return Err(StoreError::AlreadyExists { path: to.clone() });
+        }
+        match inner.root.lookup(to.components()) {
+            Lookup::Found(_) => return Err(StoreError::AlreadyExists { path: to.clone() }),
+            Lookup::ParentFile(depth) => return Err(parent_error(to, depth)),
+            Lookup::Missing => {}
+        }
+        let from_name = from.name().unwrap_or_default();
+        let node = inner
+            .root
+            .parent_mut(from.components())
+            .and_then(|p| p.children.remove(from_name))
+            .ok_or_else(|| StoreError::NotFound { path: from.clone() })?;
+        let to_name = to.name().unwrap_or_default().to_owned();
+        let parent = inner
+            .root
+            .parent_mut(to.components())
+            .ok_or_else(|| parent_error(to, 0))?;
+        parent.children.insert(to_name, node);
+        Ok(())
+    }
+
+    fn total_size(&self) -> StoreResult<u64> {
+        Ok(self.read_inner().root.total())
+    }
+}

@@ -1,0 +1,174 @@
+//! The storage seam: a small set of primitives every backend implements.
+//!
+//! Backends do not know the six commands, render no text and never see a
+//! raw path string. [`dispatch`](crate::MemoryTool) builds every command out
+//! of these primitives, so all backends answer byte for byte alike.
+
+mod error;
+mod fs;
+mod memory;
+
+use std::sync::Arc;
+
+pub use error::{StoreError, StoreResult};
+pub use fs::{FilesystemStore, FilesystemStoreBuilder};
+pub use memory::InMemoryStore;
+
+use crate::path::MemoryPath;
+
+/// What a path names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Directory,
+}
+
+/// An opaque token identifying one state of a file's content, for
+/// compare-and-swap writes ([`WriteMode::Update`]).
+///
+/// Backends choose what it encodes (a generation counter, a content hash, a
+/// row version); two reads of an unchanged file give equal versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Version(u128);
+
+impl Version {
+    /// Wraps a backend-defined value.
+    pub const fn new(value: u128) -> Self {
+        Version(value)
+    }
+
+    /// The backend-defined value.
+    pub const fn get(self) -> u128 {
+        self.0
+    }
+}
+
+/// What [`MemoryStore::stat`] reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Metadata {
+    /// File or directory.
+    pub kind: EntryKind,
+    /// Byte length for files, 0 for directories.
+    pub len: u64,
+}
+
+/// One child in a [`MemoryStore::list`] result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    /// The child's name (one component).
+    pub name: String,
+    /// File or directory.
+    pub kind: EntryKind,
+    /// Byte length for files, 0 for directories.
+    pub len: u64,
+}
+
+/// A file's content and the version it was read at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileContent {
+    /// The bytes.
+    pub data: Vec<u8>,
+    /// Pass to [`WriteMode::Update`] to write back only if unchanged.
+    pub version: Version,
+}
+
+/// How [`MemoryStore::write`] treats an existing entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Create only if nothing exists at the path (atomic create-if-absent);
+    /// otherwise [`StoreError::AlreadyExists`].
+    Create,
+    /// Create or replace a file; a directory is [`StoreError::IsADirectory`].
+    Overwrite,
+    /// Replace the file only if it is still at this version; otherwise
+    /// [`StoreError::Conflict`], or [`StoreError::NotFound`] if it is gone.
+    Update(Version),
+}
+
+/// Primitive storage operations under the virtual `/memories` root.
+///
+/// Contract, checked by [`conformance`](crate::conformance) for every backend:
+///
+/// - `write` is atomic: readers see the old content or the new, never a mix;
+///   missing parent directories are created, and a parent that is a file is
+///   [`StoreError::ParentNotDirectory`] naming that parent.
+/// - `rename` never overwrites; missing parents of the destination are
+///   created only after the checks pass.
+/// - `delete` removes a directory with everything below it.
+/// - Names starting with [`RESERVED_PREFIX`](crate::path::RESERVED_PREFIX)
+///   are the backend's own and never appear in `list`.
+/// - The root always exists and is a directory.
+///
+/// Implementations must be safe to call from many threads at once.
+pub trait MemoryStore: Send + Sync {
+    /// Kind and size of the entry at `path`, or `None` if nothing is there
+    /// (including when an ancestor is a file).
+    fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>>;
+
+    /// The content of a file. A directory is [`StoreError::IsADirectory`].
+    fn read(&self, path: &MemoryPath) -> StoreResult<FileContent>;
+
+    /// Writes a whole file atomically; returns the new version.
+    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version>;
+
+    /// The children of a directory, in any order, hidden names included.
+    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>>;
+
+    /// Removes a file, or a directory and all below it. Never the root.
+    fn delete(&self, path: &MemoryPath) -> StoreResult<()>;
+
+    /// Moves a file or directory. Checks, in order: source missing
+    /// ([`StoreError::NotFound`]), destination exists
+    /// ([`StoreError::AlreadyExists`]), a destination parent is a file
+    /// ([`StoreError::ParentNotDirectory`]).
+    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()>;
+
+    /// Total bytes of every file in the store, hidden ones included. Used
+    /// for the store size limit; backends may keep a running total.
+    fn total_size(&self) -> StoreResult<u64> {
+        fn walk<S: MemoryStore + ?Sized>(s: &S, dir: &MemoryPath) -> StoreResult<u64> {
+            let mut total = 0;
+            for e in s.list(dir)? {
+                let Some(child) = dir.join(&e.name) else { continue };
+                total += match e.kind {
+                    EntryKind::File => e.len,
+                    EntryKind::Directory => walk(s, &child)?,
+                };
+            }
+            Ok(total)
+        }
+        walk(self, &MemoryPath::root())
+    }
+}
+
+macro_rules! forward_store {
+    ($($ty:ty),*) => {$(
+        impl<S: MemoryStore + ?Sized> MemoryStore for $ty {
+            fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+                (**self).stat(path)
+            }
+            fn read(&self, path: &MemoryPath) -> StoreResult<FileContent> {
+                (**self).read(path)
+            }
+            fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+                (**self).write(path, data, mode)
+            }
+            fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+                (**self).list(dir)
+            }
+            fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+                (**self).delete(path)
+            }
+            fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+                (**self).rename(from, to)
+            }
+            fn total_size(&self) -> StoreResult<u64> {
+                (**self).total_size()
+            }
+        }
+    )*};
+}
+
+forward_store!(&S, Box<S>, Arc<S>);
