@@ -325,7 +325,10 @@ impl<S: MemoryStore> MemoryTool<S> {
                 return Err(render::no_match(old_str, raw));
             };
             if found.next().is_some() {
-                return Err(render::multiple_matches(old_str, &match_lines(text, old_str)));
+                return Err(render::multiple_matches(
+                    old_str,
+                    &match_lines(text, old_str),
+                ));
             }
             let mut edited = String::with_capacity(text.len() - old_str.len() + new_str.len());
             edited.push_str(&text[..start]);

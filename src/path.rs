@@ -77,7 +77,9 @@ impl MemoryPath {
         // The decoded form must pass too, and must not invent separators.
         let mut decoded = raw.to_owned();
         loop {
-            let next = percent_decode_str(&decoded).decode_utf8_lossy().into_owned();
+            let next = percent_decode_str(&decoded)
+                .decode_utf8_lossy()
+                .into_owned();
             if next == decoded {
                 break;
             }
@@ -157,9 +159,8 @@ impl MemoryPath {
         s.push_str(name);
         let child = MemoryPath::parse(&s).ok()?;
         // `name` must be exactly one new component ("a/b" or "." is not).
-        (child.components.len() == self.components.len() + 1
-            && child.name() == Some(name))
-        .then(|| Self::from_components(child.components))
+        (child.components.len() == self.components.len() + 1 && child.name() == Some(name))
+            .then(|| Self::from_components(child.components))
     }
 
     /// True when `self` is strictly below `other`.
@@ -262,7 +263,13 @@ mod tests {
 
     #[test]
     fn root_spellings_are_the_root() {
-        for p in ["/memories", "/memories/", "/memories//", "/memories/.", "/memories/./"] {
+        for p in [
+            "/memories",
+            "/memories/",
+            "/memories//",
+            "/memories/.",
+            "/memories/./",
+        ] {
             assert!(comps(p).is_empty(), "{p}");
         }
     }
@@ -276,7 +283,13 @@ mod tests {
 
     #[test]
     fn rejects_by_component_not_prefix() {
-        for p in ["/memoriesX", "/memories_backup/a", "memories/a", "/Memories/a", "//memories"] {
+        for p in [
+            "/memoriesX",
+            "/memories_backup/a",
+            "memories/a",
+            "/Memories/a",
+            "//memories",
+        ] {
             assert_eq!(reason(p), "it must start with /memories", "{p}");
         }
     }
@@ -286,8 +299,14 @@ mod tests {
         assert_eq!(reason(""), "it is empty");
         assert_eq!(reason("/memories/../etc"), "'..' is not allowed");
         assert_eq!(reason("/memories/a\\b"), "'\\' is not allowed");
-        assert_eq!(reason("/memories/a\0"), "control characters are not allowed");
-        assert_eq!(reason("/memories/a\u{85}"), "control characters are not allowed");
+        assert_eq!(
+            reason("/memories/a\0"),
+            "control characters are not allowed"
+        );
+        assert_eq!(
+            reason("/memories/a\u{85}"),
+            "control characters are not allowed"
+        );
         assert_eq!(
             reason(&format!("/memories/{}", "a".repeat(256))),
             "a component is longer than 255 bytes"
@@ -304,10 +323,19 @@ mod tests {
 
     #[test]
     fn percent_encoded_attacks_are_rejected() {
-        assert_eq!(reason("/memories/%2e%2e/x"), "'..' is not allowed once percent-decoded");
-        assert_eq!(reason("/memories/%252e%252e/x"), "'..' is not allowed once percent-decoded");
+        assert_eq!(
+            reason("/memories/%2e%2e/x"),
+            "'..' is not allowed once percent-decoded"
+        );
+        assert_eq!(
+            reason("/memories/%252e%252e/x"),
+            "'..' is not allowed once percent-decoded"
+        );
         assert_eq!(reason("/memories/a%2fb"), "an encoded '/' is not allowed");
-        assert_eq!(reason("/memories/a%5cb"), "'\\' is not allowed once percent-decoded");
+        assert_eq!(
+            reason("/memories/a%5cb"),
+            "'\\' is not allowed once percent-decoded"
+        );
         assert_eq!(
             reason("/memories/a%00"),
             "control characters are not allowed once percent-decoded"

@@ -65,7 +65,11 @@ impl FilesystemStoreBuilder {
                 "the store's lock file is not a regular file",
             ));
         }
-        let lock = private_options().read(true).write(true).create(true).open(&lock_path)?;
+        let lock = private_options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .open(&lock_path)?;
         Ok(FilesystemStore {
             root,
             durable: self.durable,
@@ -93,7 +97,7 @@ enum Walk {
     /// the caller allowed a final link).
     Found { host: PathBuf, meta: fs::Metadata },
     /// Nothing there; existing ancestors are real directories.
-    Missing { host: PathBuf },
+    Missing,
     /// The ancestor with this many components is a file (or other non-dir).
     ParentFile(usize),
 }
@@ -137,7 +141,7 @@ impl FilesystemStore {
             let last = i + 1 == n;
             let meta = match fs::symlink_metadata(&host) {
                 Ok(m) => m,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Walk::Missing { host }),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Walk::Missing),
                 Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
                     return Ok(Walk::ParentFile(i));
                 }
@@ -153,7 +157,14 @@ impl FilesystemStore {
                 return Ok(Walk::ParentFile(i + 1));
             }
         }
-        Ok(Walk::Missing { host })
+        Ok(Walk::Missing)
+    }
+
+    /// The host path of `path`, without any checks.
+    fn host_path(&self, path: &MemoryPath) -> PathBuf {
+        let mut host = self.root.clone();
+        host.extend(path.components());
+        host
     }
 
     /// Creates the missing ancestors of `path` (mode 0700), refusing links
@@ -226,12 +237,12 @@ impl FilesystemStore {
     }
 
     fn sync_parent(&self, path: &MemoryPath, host: &Path) -> StoreResult<()> {
-        if self.durable {
-            if let Some(parent) = host.parent() {
-                sync_dir(parent).map_err(|e| StoreError::io("sync", path, e))?;
+        match host.parent() {
+            Some(parent) if self.durable => {
+                sync_dir(parent).map_err(|e| StoreError::io("sync", path, e))
             }
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -292,10 +303,11 @@ impl MemoryStore for FilesystemStore {
                 }
                 host
             }
-            (Walk::Missing { .. }, WriteMode::Update(_)) => {
+            (Walk::Missing, WriteMode::Update(_)) => {
                 return Err(StoreError::NotFound { path: path.clone() });
             }
-            (Walk::Found { host, .. } | Walk::Missing { host }, _) => host,
+            (Walk::Found { host, .. }, _) => host,
+            (Walk::Missing, _) => self.host_path(path),
         };
         let made = self.make_parents(path)?;
         if let Err(e) = self.replace(path, &target, data) {
@@ -378,7 +390,7 @@ impl MemoryStore for FilesystemStore {
         let to_host = match self.walk(to, true)? {
             Walk::Found { .. } => return Err(StoreError::AlreadyExists { path: to.clone() }),
             Walk::ParentFile(depth) => return Err(parent_error(to, depth)),
-            Walk::Missing { host } => host,
+            Walk::Missing => self.host_path(to),
         };
         let made = self.make_parents(to)?;
         if let Err(e) = fs::rename(&from_host, &to_host) {
@@ -391,10 +403,7 @@ impl MemoryStore for FilesystemStore {
 }
 
 fn parent_error(path: &MemoryPath, depth: usize) -> StoreError {
-    let parent = path
-        .ancestors()
-        .nth(depth)
-        .unwrap_or_else(MemoryPath::root);
+    let parent = path.ancestors().nth(depth).unwrap_or_else(MemoryPath::root);
     StoreError::ParentNotDirectory {
         path: path.clone(),
         parent,

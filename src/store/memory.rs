@@ -77,7 +77,9 @@ impl Dir {
                 None => return Lookup::Missing,
             }
         }
-        dir.children.get(last).map_or(Lookup::Missing, Lookup::Found)
+        dir.children
+            .get(last)
+            .map_or(Lookup::Missing, Lookup::Found)
     }
 
     /// The parent directory of `components`, creating missing ones. Callers
@@ -110,10 +112,7 @@ impl Dir {
 }
 
 fn parent_error(path: &MemoryPath, depth: usize) -> StoreError {
-    let parent = path
-        .ancestors()
-        .nth(depth)
-        .unwrap_or_else(MemoryPath::root);
+    let parent = path.ancestors().nth(depth).unwrap_or_else(MemoryPath::root);
     StoreError::ParentNotDirectory {
         path: path.clone(),
         parent,

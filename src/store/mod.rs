@@ -17,7 +17,7 @@ pub use memory::InMemoryStore;
 use crate::path::MemoryPath;
 
 /// What a path names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum EntryKind {
     /// A regular file.
     File,
@@ -131,7 +131,9 @@ pub trait MemoryStore: Send + Sync {
         fn walk<S: MemoryStore + ?Sized>(s: &S, dir: &MemoryPath) -> StoreResult<u64> {
             let mut total = 0;
             for e in s.list(dir)? {
-                let Some(child) = dir.join(&e.name) else { continue };
+                let Some(child) = dir.join(&e.name) else {
+                    continue;
+                };
                 total += match e.kind {
                     EntryKind::File => e.len,
                     EntryKind::Directory => walk(s, &child)?,
