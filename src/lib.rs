@@ -64,6 +64,7 @@
 #![warn(missing_docs)]
 
 mod base64;
+pub mod bridge;
 mod command;
 mod config;
 pub mod conformance;

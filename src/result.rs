@@ -1,6 +1,7 @@
 //! What a command returns, and its `tool_result` JSON block.
 
-use serde_json::{Map, Value, json};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Value, json};
 
 use crate::base64;
 
@@ -110,21 +111,30 @@ impl ToolResult {
     ///
     /// `content` is a string for a single text block and an array of blocks
     /// otherwise; `tool_use_id` is present when known; `is_error` only when
-    /// true.
+    /// true. (Serializing the `ToolResult` itself gives the same JSON with
+    /// the keys in that order.)
     pub fn to_json(&self) -> Value {
-        let mut block = Map::new();
-        block.insert("type".into(), "tool_result".into());
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+impl Serialize for ToolResult {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("type", "tool_result")?;
         if let Some(id) = &self.tool_use_id {
-            block.insert("tool_use_id".into(), id.clone().into());
+            map.serialize_entry("tool_use_id", id)?;
         }
-        let content = match self.text() {
-            Some(text) => Value::String(text.to_owned()),
-            None => self.content.iter().map(Content::to_json).collect(),
-        };
-        block.insert("content".into(), content);
+        match self.text() {
+            Some(text) => map.serialize_entry("content", text)?,
+            None => {
+                let blocks: Vec<Value> = self.content.iter().map(Content::to_json).collect();
+                map.serialize_entry("content", &blocks)?;
+            }
+        }
         if self.is_error {
-            block.insert("is_error".into(), true.into());
+            map.serialize_entry("is_error", &true)?;
         }
-        Value::Object(block)
+        map.end()
     }
 }

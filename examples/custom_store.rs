@@ -1,0 +1,138 @@
+//! Your own backend: implement `MemoryStore`'s primitives and prove it with
+//! the same conformance suite the built-in stores pass.
+//!
+//! The backend here is an audit wrapper: it logs every mutation (never the
+//! content) and counts operations, around any other store. A database or
+//! encrypted backend is built the same way.
+//!
+//! ```text
+//! cargo run --example custom_store
+//! ```
+//!
+//! In your own crate's tests, one line gives each conformance case its own
+//! `#[test]`:
+//!
+//! ```ignore
+//! claude_memory::conformance_tests!(|run| run(&AuditStore::new(InMemoryStore::new())));
+//! ```
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use claude_memory::store::{DirEntry, FileContent, Metadata, StoreResult, Version, WriteMode};
+use claude_memory::{InMemoryStore, MemoryPath, MemoryStore, MemoryTool, conformance};
+use serde_json::json;
+
+/// Logs mutations and counts calls around another store.
+struct AuditStore<S> {
+    inner: S,
+    reads: AtomicUsize,
+    writes: AtomicUsize,
+    quiet: bool,
+}
+
+impl<S: MemoryStore> AuditStore<S> {
+    fn new(inner: S) -> Self {
+        AuditStore {
+            inner,
+            reads: AtomicUsize::new(0),
+            writes: AtomicUsize::new(0),
+            quiet: false,
+        }
+    }
+
+    fn log(&self, what: std::fmt::Arguments<'_>) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        if !self.quiet {
+            eprintln!("audit: {what}");
+        }
+    }
+}
+
+impl<S: MemoryStore> MemoryStore for AuditStore<S> {
+    fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.inner.stat(path)
+    }
+
+    fn read(&self, path: &MemoryPath) -> StoreResult<FileContent> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.inner.read(path)
+    }
+
+    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        let result = self.inner.write(path, data, mode);
+        self.log(format_args!(
+            "write {} ({} bytes, {mode:?}): {}",
+            path.normalized(),
+            data.len(),
+            outcome(&result)
+        ));
+        result
+    }
+
+    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.inner.list(dir)
+    }
+
+    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+        let result = self.inner.delete(path);
+        self.log(format_args!(
+            "delete {}: {}",
+            path.normalized(),
+            outcome(&result)
+        ));
+        result
+    }
+
+    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        let result = self.inner.rename(from, to);
+        self.log(format_args!(
+            "rename {} -> {}: {}",
+            from.normalized(),
+            to.normalized(),
+            outcome(&result)
+        ));
+        result
+    }
+}
+
+fn outcome<T>(result: &StoreResult<T>) -> String {
+    match result {
+        Ok(_) => "ok".to_owned(),
+        Err(e) => format!("refused ({e})"),
+    }
+}
+
+fn main() {
+    // 1. Prove the backend: every conformance case, each on a fresh store.
+    let mut cases = 0;
+    for (name, case) in conformance::CASES {
+        conformance::run_case(*case, |run| {
+            let mut store = AuditStore::new(InMemoryStore::new());
+            store.quiet = true;
+            run(&store);
+        });
+        cases += 1;
+        println!("conformance: {name} ... ok");
+    }
+    println!("conformance: all {cases} cases passed on AuditStore<InMemoryStore>\n");
+
+    // 2. Use it.
+    let tool = MemoryTool::new(AuditStore::new(InMemoryStore::new()));
+    for input in [
+        json!({"command": "create", "path": "/memories/prefs.md", "file_text": "- dark mode\n"}),
+        json!({"command": "str_replace", "path": "/memories/prefs.md", "old_str": "dark", "new_str": "light"}),
+        json!({"command": "rename", "old_path": "/memories/prefs.md", "new_path": "/memories/user/prefs.md"}),
+        json!({"command": "view", "path": "/memories/user/prefs.md"}),
+    ] {
+        let result = tool.dispatch(&input);
+        println!("{input}\n  -> {}", result.text().unwrap_or("(image)"));
+    }
+    let store = tool.store();
+    println!(
+        "\n{} read operations, {} mutations",
+        store.reads.load(Ordering::Relaxed),
+        store.writes.load(Ordering::Relaxed)
+    );
+}
