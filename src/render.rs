@@ -249,6 +249,7 @@ fn io_cause(e: &io::Error) -> &'static str {
     use io::ErrorKind as K;
     match e.kind() {
         K::PermissionDenied => "permission denied",
+        K::NotFound => "no such file or directory",
         K::StorageFull => "no space left on the storage",
         K::QuotaExceeded => "storage quota exceeded",
         K::ReadOnlyFilesystem => "the storage is read-only",
