@@ -18,7 +18,9 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use claude_memory::store::{DirEntry, FileContent, Metadata, StoreResult, Version, WriteMode};
+use claude_memory::store::{
+    DirEntry, FileContent, FileReader, Metadata, StoreResult, Version, WriteMode,
+};
 use claude_memory::{InMemoryStore, MemoryPath, MemoryStore, MemoryTool, conformance};
 use serde_json::json;
 
@@ -54,9 +56,14 @@ impl<S: MemoryStore> MemoryStore for AuditStore<S> {
         self.inner.stat(path)
     }
 
-    fn read(&self, path: &MemoryPath) -> StoreResult<FileContent> {
+    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
         self.reads.fetch_add(1, Ordering::Relaxed);
-        self.inner.read(path)
+        self.inner.read(path, limit)
+    }
+
+    fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.inner.open(path)
     }
 
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {

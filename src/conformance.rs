@@ -243,7 +243,7 @@ fn put(store: &dyn MemoryStore, p: &str, data: &[u8]) {
 
 /// The bytes of a file, read through the store.
 fn bytes(store: &dyn MemoryStore, p: &str) -> Vec<u8> {
-    match store.read(&path(p)) {
+    match store.read(&path(p), u64::MAX) {
         Ok(f) => f.data,
         Err(e) => panic!("read of {p} failed: {e}"),
     }
@@ -1449,14 +1449,14 @@ pub fn store_write_modes(store: &dyn MemoryStore) {
         store_err(store.write(&a, b"two", WriteMode::Create)),
         StoreError::AlreadyExists { .. }
     ));
-    let first = store.read(&a).map(|f| f.version).ok();
-    let again = store.read(&a).map(|f| f.version).ok();
+    let first = store.read(&a, u64::MAX).map(|f| f.version).ok();
+    let again = store.read(&a, u64::MAX).map(|f| f.version).ok();
     assert!(
         first.is_some() && first == again,
         "an unchanged file keeps its version"
     );
     assert!(store.write(&a, b"two", WriteMode::Overwrite).is_ok());
-    let second = store.read(&a).map(|f| f.version).ok();
+    let second = store.read(&a, u64::MAX).map(|f| f.version).ok();
     assert_ne!(first, second, "a write changes the version");
     if let Some(stale) = first {
         assert!(matches!(
@@ -1497,11 +1497,11 @@ pub fn store_write_modes(store: &dyn MemoryStore) {
         StoreError::AlreadyExists { .. }
     ));
     assert!(matches!(
-        store_err(store.read(&path("/memories/d"))),
+        store_err(store.read(&path("/memories/d"), u64::MAX)),
         StoreError::IsADirectory { .. }
     ));
     assert!(matches!(
-        store_err(store.read(&path("/memories/zzz"))),
+        store_err(store.read(&path("/memories/zzz"), u64::MAX)),
         StoreError::NotFound { .. }
     ));
 }

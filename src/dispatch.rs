@@ -1,15 +1,25 @@
 //! `MemoryTool`: JSON in, `ToolResult` out. All command logic lives here,
 //! on top of the store's primitives, so every backend answers alike.
 
+use std::io::Read;
+
 use serde_json::Value;
 
 use crate::command::Command;
 use crate::config::{Config, CreatePolicy};
 use crate::lines;
+use crate::numbered::Numberer;
 use crate::path::MemoryPath;
 use crate::render;
 use crate::result::{Content, ImageFormat, ToolResult};
 use crate::store::{EntryKind, MemoryStore, StoreError, WriteMode};
+
+/// Bytes read from a file at a time while viewing it.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// A shown line is cut after this many bytes (or `max_file_size`, if
+/// larger), so one huge line cannot exhaust memory.
+const MIN_SHOWN_LINE_BYTES: u64 = 1024 * 1024;
 
 /// How often an edit is recomputed when another writer changed the file
 /// between its read and its compare-and-swap write.
@@ -198,74 +208,79 @@ impl<S: MemoryStore> MemoryTool<S> {
 
     fn view_file(&self, path: &MemoryPath, range: Option<[i64; 2]>) -> Outcome {
         let raw = path.as_str();
-        let file = self.store.read(path).map_err(|e| match e {
+        let file = self.store.open(path).map_err(|e| match e {
             StoreError::NotFound { .. } | StoreError::IsADirectory { .. } => {
                 render::view_missing(raw)
             }
             e => render::storage_failure(&e, raw),
         })?;
-        if let Some(format) = ImageFormat::detect(raw, &file.data) {
-            let size = file.data.len() as u64;
-            if size > self.config.max_image_size {
-                return Err(render::image_too_large(
-                    raw,
-                    size,
-                    self.config.max_image_size,
-                ));
+        let read_error =
+            |e: std::io::Error| render::storage_failure(&StoreError::io("read", path, e), raw);
+        let mut reader = file.reader;
+        let mut buf = vec![0; READ_CHUNK];
+        let head_len = read_full(&mut reader, &mut buf[..8]).map_err(read_error)?;
+        if let Some(format) = ImageFormat::detect(raw, &buf[..head_len]) {
+            let limit = self.config.max_image_size;
+            let mut data = buf[..head_len].to_vec();
+            (&mut reader)
+                .take(limit.saturating_add(1).saturating_sub(head_len as u64))
+                .read_to_end(&mut data)
+                .map_err(read_error)?;
+            let size = file.len.max(data.len() as u64);
+            if size > limit {
+                return Err(render::image_too_large(raw, size, limit));
             }
-            return Ok(Content::Image {
-                format,
-                data: file.data,
-            });
+            return Ok(Content::Image { format, data });
         }
-        let text = std::str::from_utf8(&file.data).map_err(|_| render::not_utf8(raw))?;
-        let n_lines = lines::count(text);
+
+        // Text: one streaming pass, whatever the file's size.
+        let (first, last) = match range {
+            None => (1, usize::MAX),
+            Some([start, end]) if start >= 1 && (end == -1 || end >= start) => (
+                usize::try_from(start).unwrap_or(usize::MAX),
+                usize::try_from(end).unwrap_or(usize::MAX),
+            ),
+            Some(_) => (usize::MAX, 0), // invalid: only count lines for the message
+        };
+        let max_line = self.config.max_file_size.max(MIN_SHOWN_LINE_BYTES);
+        let mut numberer = Numberer::new(
+            first,
+            last,
+            self.config.view_output_limit,
+            usize::try_from(max_line).unwrap_or(usize::MAX),
+        );
+        let not_utf8 = |_| render::not_utf8(raw);
+        numberer.feed(&buf[..head_len]).map_err(not_utf8)?;
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(read_error(e)),
+            };
+            numberer.feed(&buf[..n]).map_err(not_utf8)?;
+        }
+        let view = numberer.finish().map_err(not_utf8)?;
+        let n_lines = view.n_lines;
         if n_lines > lines::MAX_LINES {
             return Err(render::too_many_lines(raw));
         }
-        let (first, last) = match range {
-            None => (1, n_lines),
-            Some([start, end]) => {
-                if start < 1 || start as u64 > n_lines as u64 {
-                    return Err(render::view_range_start(start, end, n_lines));
-                }
-                if end != -1 && end < start {
-                    return Err(render::view_range_end(start, end));
-                }
-                let last = if end == -1 || end as u64 > n_lines as u64 {
-                    n_lines
-                } else {
-                    end as usize
-                };
-                (start as usize, last)
+        if let Some([start, end]) = range {
+            if start < 1 || start as u64 > n_lines as u64 {
+                return Err(render::view_range_start(start, end, n_lines));
             }
-        };
-        let mut out = render::file_header(raw);
-        let limit = self.config.view_output_limit;
-        let mut used = 0;
-        let mut shown_last = first.saturating_sub(1);
-        let mut line_buf = String::new();
-        for (i, line) in lines::split(text)
-            .enumerate()
-            .skip(first.saturating_sub(1))
-            .take(last + 1 - first.max(1))
-        {
-            let n = i + 1;
-            line_buf.clear();
-            render::numbered_line(&mut line_buf, n, line);
-            let is_first = n == first;
-            let cost = line_buf.chars().count() + usize::from(!is_first);
-            if !is_first && used + cost > limit {
-                break;
+            if end != -1 && end < start {
+                return Err(render::view_range_end(start, end));
             }
-            used += cost;
-            shown_last = n;
-            out.push('\n');
-            out.push_str(&line_buf);
         }
-        if n_lines > 0 && shown_last < last {
+        let mut out = render::file_header(raw);
+        if let Some((a, b)) = view.shown {
             out.push('\n');
-            out.push_str(&render::file_truncated(first, shown_last, n_lines));
+            out.push_str(&view.text);
+            if b < last.min(n_lines) {
+                out.push('\n');
+                out.push_str(&render::file_truncated(a, b, n_lines));
+            }
         }
         Ok(Content::Text(out))
     }
@@ -398,8 +413,10 @@ impl<S: MemoryStore> MemoryTool<S> {
     ) -> Result<(String, T), String> {
         let raw = path.as_str();
         for _ in 0..EDIT_ATTEMPTS {
-            let file = self.store.read(path).map_err(|e| match e {
+            let limit = self.config.max_file_size;
+            let file = self.store.read(path, limit).map_err(|e| match e {
                 StoreError::NotFound { .. } | StoreError::IsADirectory { .. } => missing(raw),
+                StoreError::TooLarge { len, .. } => render::too_large_to_edit(raw, len, limit),
                 e => render::storage_failure(&e, raw),
             })?;
             let text = std::str::from_utf8(&file.data).map_err(|_| render::not_utf8(raw))?;
@@ -512,6 +529,20 @@ fn match_lines(text: &str, needle: &str) -> Vec<usize> {
         }
     }
     lines
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
 }
 
 fn parse(raw: &str) -> Result<MemoryPath, String> {

@@ -70,6 +70,7 @@ mod config;
 pub mod conformance;
 mod dispatch;
 mod lines;
+mod numbered;
 pub mod path;
 mod render;
 mod result;
@@ -81,7 +82,9 @@ pub use dispatch::MemoryTool;
 pub use path::{MemoryPath, PathError};
 pub use render::human_size;
 pub use result::{Content, ImageFormat, ToolResult};
-pub use store::{FilesystemStore, InMemoryStore, MemoryStore, StoreError};
+#[cfg(unix)]
+pub use store::FilesystemStore;
+pub use store::{InMemoryStore, MemoryStore, StoreError};
 
 /// The tool definition to put in a Messages API request's `tools`:
 /// `{"type": "memory_20250818", "name": "memory"}`. The API supplies the

@@ -222,7 +222,21 @@ pub(crate) fn store_too_large(total: u64, limit: u64) -> String {
     format!("Error: The memory store would hold {total} bytes, over the limit of {limit} bytes")
 }
 
+/// An existing file over the size limit (placed by someone else) is not
+/// read into memory for an edit.
+pub(crate) fn too_large_to_edit(path: &str, size: u64, limit: u64) -> String {
+    format!(
+        "Error: File {path} is {size} bytes, over the limit of {limit} bytes, so it cannot be edited"
+    )
+}
+
 // ---- storage failures (§4) ------------------------------------------------
+
+pub(crate) fn hard_link(path: &str) -> String {
+    format!(
+        "Error: Refusing to use {path}: it has more than one hard link, so its content may come from outside /memories"
+    )
+}
 
 pub(crate) fn edit_conflict(path: &str) -> String {
     format!(
@@ -235,6 +249,7 @@ pub(crate) fn edit_conflict(path: &str) -> String {
 pub(crate) fn storage_failure(error: &StoreError, path: &str) -> String {
     match error {
         StoreError::Symlink { .. } => symlink(path),
+        StoreError::HardLink { .. } => hard_link(path),
         StoreError::Conflict { .. } => edit_conflict(path),
         StoreError::Io { op, source, .. } => {
             format!("Error: Could not {op} ({}) for {path}", io_cause(source))

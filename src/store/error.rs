@@ -59,6 +59,21 @@ pub enum StoreError {
         /// The path asked for.
         path: MemoryPath,
     },
+    /// A file is larger than the caller's limit, so it was not read.
+    #[error("{path} is {len} bytes, over the limit")]
+    TooLarge {
+        /// The path asked for.
+        path: MemoryPath,
+        /// The file's length.
+        len: u64,
+    },
+    /// A regular file with more than one hard link (filesystem backend):
+    /// its content may belong to a file outside the root, so it is refused.
+    #[error("{path} has more than one hard link")]
+    HardLink {
+        /// The path asked for.
+        path: MemoryPath,
+    },
     /// An operation the store does not allow at this path, such as deleting
     /// the root or moving a directory into itself. `dispatch` checks these
     /// first, so a model never reaches them.

@@ -1,29 +1,40 @@
-//! `FilesystemStore`: memory files as real files under one root directory.
+//! `FilesystemStore`: memory files as real files under one root directory,
+//! reached only through a directory handle, never through a host path.
 //!
-//! Writes go to a temporary file in the target's directory, are fsynced,
-//! renamed into place and the directory fsynced, so a crash leaves the old
-//! or the new content. Mutations run under a lock (an in-process mutex plus
-//! an advisory `flock` on `.claude-memory.lock` in the root) so that
-//! create-if-absent, compare-and-swap and rename-without-overwrite hold
-//! across threads and across processes sharing the root.
-//!
-//! Containment: every path is walked component by component with
-//! `symlink_metadata`, and a symbolic link anywhere is refused (or, for
-//! `delete`/`rename`, a final link is acted on itself). These checks are not
-//! race-proof against another process swapping a directory for a symlink
-//! between check and use; see the README's safety model.
+//! - **Containment.** The root is opened once; every path is resolved
+//!   beneath that handle with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`
+//!   on Linux, or component by component with `openat(O_NOFOLLOW)` where
+//!   that is unavailable. A symbolic link anywhere on the way is refused,
+//!   whether it was planted beforehand or swapped in mid-call, and the final
+//!   step is always an `*at` call on a directory handle, so a rename or swap
+//!   of any directory (the root included) cannot redirect it.
+//! - **Atomicity and durability.** A write goes to a temporary file in the
+//!   target's directory, is fsynced, renamed into place, and the directory
+//!   fsynced. Temporary files are named `.claude-memory.tmp.*` and removed on
+//!   failure, and on the next open after a crash.
+//! - **Concurrency.** Mutations run under an in-process mutex plus an
+//!   advisory `flock` on `.claude-memory.lock` in the root, so compare-and-
+//!   swap edits, create-if-absent and rename-without-overwrite hold across
+//!   threads and processes. Creates and renames also use
+//!   `renameat2(RENAME_NOREPLACE)`, so they never overwrite even a file
+//!   written by a program that ignores the lock.
 
 use std::collections::hash_map::DefaultHasher;
-use std::fs::{self, File, OpenOptions};
+use std::ffi::CStr;
+use std::fs::File;
 use std::hash::Hasher;
 use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+
 use super::{
-    DirEntry, EntryKind, FileContent, MemoryStore, Metadata, StoreError, StoreResult, Version,
-    WriteMode,
+    DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, StoreError, StoreResult,
+    Version, WriteMode,
 };
 use crate::path::{MemoryPath, RESERVED_PREFIX};
 
@@ -33,10 +44,14 @@ const TEMP_PREFIX: &str = ".claude-memory.tmp.";
 /// A store rooted at a host directory, which stands for `/memories`.
 #[derive(Debug)]
 pub struct FilesystemStore {
-    root: PathBuf,
+    /// For display only; never used to reach a file after `open`.
+    root_path: PathBuf,
+    root: OwnedFd,
     durable: bool,
     lock: Mutex<File>,
     temp_counter: AtomicU64,
+    /// Cleared when the kernel lacks `openat2`.
+    use_openat2: AtomicBool,
 }
 
 /// Options for [`FilesystemStore`]; see [`FilesystemStore::builder`].
@@ -55,27 +70,44 @@ impl FilesystemStoreBuilder {
         self
     }
 
-    /// Creates the root (mode 0700) if missing and opens the store.
+    /// Creates the root (mode 0700) if missing, opens it, and removes
+    /// temporary files left by a crashed writer.
     pub fn open(self) -> io::Result<FilesystemStore> {
-        create_dir_all_private(&self.root)?;
-        let root = fs::canonicalize(&self.root)?;
-        let lock_path = root.join(LOCK_FILE);
-        if fs::symlink_metadata(&lock_path).is_ok_and(|m| !m.is_file()) {
+        let mut builder = std::fs::DirBuilder::new();
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.recursive(true).create(&self.root)?;
+        let root = rfs::open(
+            self.root.as_path(),
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let lock = rfs::openat(
+            &root,
+            LOCK_FILE,
+            OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+            Mode::RUSR | Mode::WUSR,
+        )?;
+        if !FileType::from_raw_mode(rfs::fstat(&lock)?.st_mode).is_file() {
             return Err(io::Error::other(
                 "the store's lock file is not a regular file",
             ));
         }
-        let lock = private_options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .open(&lock_path)?;
-        Ok(FilesystemStore {
+        let store = FilesystemStore {
+            root_path: self.root,
             root,
             durable: self.durable,
-            lock: Mutex::new(lock),
+            lock: Mutex::new(File::from(lock)),
             temp_counter: AtomicU64::new(0),
-        })
+            use_openat2: AtomicBool::new(cfg!(target_os = "linux")),
+        };
+        {
+            let lock = store
+                .lock(&MemoryPath::root())
+                .map_err(|_| io::Error::other("cannot lock the store"))?;
+            remove_temp_files(store.root.as_fd(), 0)?;
+            drop(lock);
+        }
+        Ok(store)
     }
 }
 
@@ -86,20 +118,41 @@ struct WriteLock<'a> {
 
 impl Drop for WriteLock<'_> {
     fn drop(&mut self) {
-        // Closing would release it too; unlock now so the next waiter runs.
         let _ = self.file.unlock();
     }
 }
 
-/// What a component-by-component walk found.
-enum Walk {
-    /// The path exists; `meta` is not followed (may be a symlink only when
-    /// the caller allowed a final link).
-    Found { host: PathBuf, meta: fs::Metadata },
-    /// Nothing there; existing ancestors are real directories.
+/// A directory handle: the root (borrowed) or one opened beneath it.
+enum DirFd<'a> {
+    Root(BorrowedFd<'a>),
+    Owned(OwnedFd),
+}
+
+impl AsFd for DirFd<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            DirFd::Root(fd) => *fd,
+            DirFd::Owned(fd) => fd.as_fd(),
+        }
+    }
+}
+
+/// Where the parent directory of a path is.
+enum Parent<'a> {
+    Dir(DirFd<'a>),
+    /// A directory on the way does not exist; all before it are real.
     Missing,
-    /// The ancestor with this many components is a file (or other non-dir).
-    ParentFile(usize),
+    /// The ancestor with this many components is a file.
+    File(usize),
+}
+
+/// What is at a name inside a directory, not following links.
+enum Entry {
+    Absent,
+    File(rfs::Stat),
+    Dir,
+    Symlink,
+    Other,
 }
 
 impl FilesystemStore {
@@ -116,9 +169,11 @@ impl FilesystemStore {
         }
     }
 
-    /// The canonical host directory standing for `/memories`.
+    /// The host directory this store was opened at (for display: the store
+    /// itself keeps using the directory it opened, even if this path is
+    /// later renamed or replaced).
     pub fn root(&self) -> &Path {
-        &self.root
+        &self.root_path
     }
 
     fn lock(&self, path: &MemoryPath) -> StoreResult<WriteLock<'_>> {
@@ -127,279 +182,426 @@ impl FilesystemStore {
         Ok(WriteLock { file })
     }
 
-    /// Walks `path` from the root without following links. A symlink is
-    /// [`StoreError::Symlink`], except a final one when `final_link_ok`.
-    fn walk(&self, path: &MemoryPath, final_link_ok: bool) -> StoreResult<Walk> {
-        let mut host = self.root.clone();
-        let n = path.components().len();
-        if n == 0 {
-            let meta = fs::symlink_metadata(&host).map_err(|e| StoreError::io("stat", path, e))?;
-            return Ok(Walk::Found { host, meta });
-        }
-        for (i, c) in path.components().iter().enumerate() {
-            host.push(c);
-            let last = i + 1 == n;
-            let meta = match fs::symlink_metadata(&host) {
-                Ok(m) => m,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Walk::Missing),
-                Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
-                    return Ok(Walk::ParentFile(i));
-                }
-                Err(e) => return Err(StoreError::io("stat", path, e)),
-            };
-            if meta.file_type().is_symlink() && !(last && final_link_ok) {
-                return Err(StoreError::Symlink { path: path.clone() });
-            }
-            if last {
-                return Ok(Walk::Found { host, meta });
-            }
-            if !meta.is_dir() {
-                return Ok(Walk::ParentFile(i + 1));
-            }
-        }
-        Ok(Walk::Missing)
-    }
-
-    /// The host path of `path`, without any checks.
-    fn host_path(&self, path: &MemoryPath) -> PathBuf {
-        let mut host = self.root.clone();
-        host.extend(path.components());
-        host
-    }
-
-    /// Creates the missing ancestors of `path` (mode 0700), refusing links
-    /// and files on the way. Returns the directories it made, outermost
-    /// first, so a failed write can remove them again.
-    fn make_parents(&self, path: &MemoryPath) -> StoreResult<Vec<PathBuf>> {
-        let mut made = Vec::new();
-        let mut host = self.root.clone();
+    /// Opens the directory holding `path`'s last component, beneath the
+    /// root, refusing symbolic links.
+    fn parent(&self, path: &MemoryPath) -> StoreResult<Parent<'_>> {
         let Some((_, parents)) = path.components().split_last() else {
-            return Ok(made);
+            return Ok(Parent::Dir(DirFd::Root(self.root.as_fd())));
         };
-        for (i, c) in parents.iter().enumerate() {
-            host.push(c);
-            match fs::symlink_metadata(&host) {
-                Ok(m) if m.file_type().is_symlink() => {
-                    remove_dirs(&made);
-                    return Err(StoreError::Symlink { path: path.clone() });
+        if parents.is_empty() {
+            return Ok(Parent::Dir(DirFd::Root(self.root.as_fd())));
+        }
+        #[cfg(target_os = "linux")]
+        if self.use_openat2.load(Ordering::Relaxed) {
+            use rustix::fs::ResolveFlags;
+            let resolve =
+                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+            match rfs::openat2(
+                &self.root,
+                parents.join("/"),
+                dir_flags(),
+                Mode::empty(),
+                resolve,
+            ) {
+                Ok(fd) => return Ok(Parent::Dir(DirFd::Owned(fd))),
+                // Old kernel or a sandbox without openat2: walk from now on.
+                Err(Errno::NOSYS) | Err(Errno::PERM) => {
+                    self.use_openat2.store(false, Ordering::Relaxed)
                 }
-                Ok(m) if m.is_dir() => {}
-                Ok(_) => {
-                    remove_dirs(&made);
-                    return Err(parent_error(path, i + 1));
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    if let Err(e) = private_dir_builder().create(&host) {
-                        remove_dirs(&made);
-                        return Err(StoreError::io("create directory", path, e));
-                    }
-                    made.push(host.clone());
-                }
-                Err(e) => {
-                    remove_dirs(&made);
-                    return Err(StoreError::io("stat", path, e));
-                }
+                // Anything else: the walk below says precisely what is wrong.
+                Err(_) => {}
             }
+        }
+        self.walk(path, parents, false).map(|(parent, _)| parent)
+    }
+
+    /// Walks `dirs` from the root one `openat(O_NOFOLLOW)` at a time,
+    /// creating missing directories (mode 0700) when `create`. Returns the
+    /// last directory and the directories it made (each with its parent's
+    /// handle), so a failed write can remove them again.
+    fn walk(
+        &self,
+        path: &MemoryPath,
+        dirs: &[String],
+        create: bool,
+    ) -> StoreResult<(Parent<'_>, Vec<(OwnedFd, String)>)> {
+        let mut made: Vec<(OwnedFd, String)> = Vec::new();
+        let mut cur = DirFd::Root(self.root.as_fd());
+        for (i, name) in dirs.iter().enumerate() {
+            let mut attempts = 0;
+            let next = loop {
+                attempts += 1;
+                if attempts > 16 {
+                    remove_made(&made);
+                    return Err(io_error("create directory", path, Errno::AGAIN));
+                }
+                match rfs::openat(&cur, name.as_str(), dir_flags(), Mode::empty()) {
+                    Ok(fd) => break fd,
+                    Err(Errno::NOENT) if create => {
+                        match rfs::mkdirat(&cur, name.as_str(), Mode::RWXU) {
+                            Ok(()) => {
+                                if let Ok(parent) = dup_dir(&cur) {
+                                    made.push((parent, name.clone()));
+                                }
+                            }
+                            Err(Errno::EXIST) => {}
+                            Err(e) => {
+                                remove_made(&made);
+                                return Err(io_error("create directory", path, e));
+                            }
+                        }
+                    }
+                    Err(Errno::NOENT) => return Ok((Parent::Missing, made)),
+                    Err(Errno::INTR) => {}
+                    Err(e) => {
+                        remove_made(&made);
+                        return match entry_at(cur.as_fd(), name) {
+                            Ok(Entry::Symlink) => Err(StoreError::Symlink { path: path.clone() }),
+                            Ok(Entry::Absent) => Ok((Parent::Missing, Vec::new())),
+                            Ok(Entry::Dir) => Err(io_error("open directory", path, e)),
+                            Ok(_) => Ok((Parent::File(i + 1), Vec::new())),
+                            Err(e) => Err(io_error("stat", path, e)),
+                        };
+                    }
+                }
+            };
+            cur = DirFd::Owned(next);
         }
         if self.durable {
-            for dir in &made {
-                if let Some(parent) = dir.parent() {
-                    sync_dir(parent).map_err(|e| StoreError::io("sync", path, e))?;
-                }
+            for (parent, _) in &made {
+                rfs::fsync(parent).map_err(|e| io_error("sync", path, e))?;
             }
         }
-        Ok(made)
+        Ok((Parent::Dir(cur), made))
     }
 
-    /// Writes `data` to a fresh temporary file beside `target` and renames
-    /// it over `target`. The temporary file never outlives the call.
-    fn replace(&self, path: &MemoryPath, target: &Path, data: &[u8]) -> StoreResult<()> {
-        let dir = target.parent().unwrap_or(&self.root);
-        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
-        let temp = dir.join(format!("{TEMP_PREFIX}{}.{n}", std::process::id()));
-        let result = (|| {
-            let mut f = private_options().write(true).create_new(true).open(&temp)?;
-            f.write_all(data)?;
-            if self.durable {
-                f.sync_all()?;
+    /// The parent directory, created if missing.
+    fn make_parent(&self, path: &MemoryPath) -> StoreResult<(DirFd<'_>, Vec<(OwnedFd, String)>)> {
+        let Some((_, parents)) = path.components().split_last() else {
+            return Ok((DirFd::Root(self.root.as_fd()), Vec::new()));
+        };
+        match self.walk(path, parents, true)? {
+            (Parent::Dir(fd), made) => Ok((fd, made)),
+            (Parent::File(depth), _) => Err(parent_error(path, depth)),
+            (Parent::Missing, _) => Err(StoreError::NotFound { path: path.clone() }),
+        }
+    }
+
+    /// Opens a regular file for reading without following a link; refuses
+    /// directories, special files and hard-linked files.
+    fn open_file(&self, path: &MemoryPath) -> StoreResult<(File, rfs::Stat)> {
+        let not_found = || StoreError::NotFound { path: path.clone() };
+        if path.is_root() {
+            return Err(StoreError::IsADirectory { path: path.clone() });
+        }
+        let dir = match self.parent(path)? {
+            Parent::Dir(fd) => fd,
+            _ => return Err(not_found()),
+        };
+        let name = path.name().unwrap_or_default();
+        // NONBLOCK: opening a FIFO someone planted must not hang.
+        let flags =
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
+        let fd = match rfs::openat(&dir, name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) | Err(Errno::NOTDIR) => return Err(not_found()),
+            Err(Errno::LOOP) => return Err(StoreError::Symlink { path: path.clone() }),
+            Err(e) => return Err(io_error("open", path, e)),
+        };
+        let stat = rfs::fstat(&fd).map_err(|e| io_error("stat", path, e))?;
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile if stat.st_nlink > 1 => {
+                Err(StoreError::HardLink { path: path.clone() })
             }
-            drop(f);
-            fs::rename(&temp, target)?;
+            FileType::RegularFile => Ok((File::from(fd), stat)),
+            FileType::Directory => Err(StoreError::IsADirectory { path: path.clone() }),
+            _ => Err(not_found()),
+        }
+    }
+
+    /// Writes `data` to a new temporary file in `dir` and moves it to
+    /// `name`: without replacing anything when `no_replace`. The temporary
+    /// file never outlives the call.
+    fn install(
+        &self,
+        path: &MemoryPath,
+        dir: &DirFd<'_>,
+        name: &str,
+        data: &[u8],
+        no_replace: bool,
+    ) -> StoreResult<()> {
+        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
+        let temp = format!("{TEMP_PREFIX}{}.{n}", std::process::id());
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rfs::openat(dir, temp.as_str(), flags, Mode::RUSR | Mode::WUSR)
+            .map_err(|e| io_error("write", path, e))?;
+        let result = (|| -> StoreResult<()> {
+            let mut file = File::from(fd);
+            file.write_all(data)
+                .map_err(|e| StoreError::io("write", path, e))?;
             if self.durable {
-                sync_dir(dir)?;
+                file.sync_all()
+                    .map_err(|e| StoreError::io("sync", path, e))?;
+            }
+            drop(file);
+            if no_replace {
+                rename_no_replace(dir.as_fd(), &temp, dir.as_fd(), name, path)?;
+            } else {
+                rfs::renameat(dir, temp.as_str(), dir, name)
+                    .map_err(|e| io_error("write", path, e))?;
             }
             Ok(())
         })();
-        result.map_err(|e: io::Error| {
-            let _ = fs::remove_file(&temp);
-            StoreError::io("write", path, e)
-        })
+        if result.is_err() {
+            let _ = rfs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+            return result;
+        }
+        self.sync(path, dir)
     }
 
-    fn sync_parent(&self, path: &MemoryPath, host: &Path) -> StoreResult<()> {
-        match host.parent() {
-            Some(parent) if self.durable => {
-                sync_dir(parent).map_err(|e| StoreError::io("sync", path, e))
-            }
-            _ => Ok(()),
+    fn sync(&self, path: &MemoryPath, dir: &impl AsFd) -> StoreResult<()> {
+        if self.durable {
+            rfs::fsync(dir).map_err(|e| io_error("sync", path, e))?;
         }
+        Ok(())
     }
 }
 
 impl MemoryStore for FilesystemStore {
     fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
-        Ok(match self.walk(path, false)? {
-            Walk::Found { meta, .. } if meta.is_dir() => Some(Metadata {
+        let Some(name) = path.name() else {
+            return Ok(Some(Metadata {
                 kind: EntryKind::Directory,
                 len: 0,
-            }),
-            Walk::Found { meta, .. } if meta.is_file() => Some(Metadata {
+            }));
+        };
+        let dir = match self.parent(path)? {
+            Parent::Dir(fd) => fd,
+            _ => return Ok(None),
+        };
+        match entry_at(dir.as_fd(), name).map_err(|e| io_error("stat", path, e))? {
+            Entry::File(stat) => Ok(Some(Metadata {
                 kind: EntryKind::File,
-                len: meta.len(),
-            }),
-            _ => None,
-        })
+                len: stat.st_size as u64,
+            })),
+            Entry::Dir => Ok(Some(Metadata {
+                kind: EntryKind::Directory,
+                len: 0,
+            })),
+            Entry::Symlink => Err(StoreError::Symlink { path: path.clone() }),
+            Entry::Absent | Entry::Other => Ok(None),
+        }
     }
 
-    fn read(&self, path: &MemoryPath) -> StoreResult<FileContent> {
-        let host = match self.walk(path, false)? {
-            Walk::Found { meta, .. } if meta.is_dir() => {
-                return Err(StoreError::IsADirectory { path: path.clone() });
-            }
-            Walk::Found { host, meta } if meta.is_file() => host,
-            _ => return Err(StoreError::NotFound { path: path.clone() }),
+    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+        let (file, stat) = self.open_file(path)?;
+        let too_large = |len| StoreError::TooLarge {
+            path: path.clone(),
+            len,
         };
-        let mut data = Vec::new();
-        File::open(&host)
-            .and_then(|mut f| f.read_to_end(&mut data))
+        if stat.st_size as u64 > limit {
+            return Err(too_large(stat.st_size as u64));
+        }
+        let mut data = Vec::with_capacity(stat.st_size as usize);
+        file.take(limit.saturating_add(1))
+            .read_to_end(&mut data)
             .map_err(|e| StoreError::io("read", path, e))?;
+        if data.len() as u64 > limit {
+            return Err(too_large(data.len() as u64));
+        }
         let version = content_version(&data);
         Ok(FileContent { data, version })
     }
 
+    fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
+        let (file, stat) = self.open_file(path)?;
+        Ok(FileReader {
+            len: stat.st_size as u64,
+            reader: Box::new(file),
+        })
+    }
+
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
         let _lock = self.lock(path)?;
-        if path.is_root() {
+        let Some(name) = path.name() else {
             return Err(match mode {
                 WriteMode::Create => StoreError::AlreadyExists { path: path.clone() },
                 _ => StoreError::IsADirectory { path: path.clone() },
             });
-        }
-        let target = match (self.walk(path, false)?, mode) {
-            (Walk::ParentFile(depth), _) => return Err(parent_error(path, depth)),
-            (Walk::Found { .. }, WriteMode::Create) => {
-                return Err(StoreError::AlreadyExists { path: path.clone() });
+        };
+        // Every check before anything is created, so a refused write leaves
+        // no stray directories.
+        let existing = match self.parent(path)? {
+            Parent::File(depth) => return Err(parent_error(path, depth)),
+            Parent::Missing => Entry::Absent,
+            Parent::Dir(dir) => {
+                entry_at(dir.as_fd(), name).map_err(|e| io_error("stat", path, e))?
             }
-            (Walk::Found { meta, .. }, _) if !meta.is_file() => {
-                return Err(StoreError::IsADirectory { path: path.clone() });
-            }
-            (Walk::Found { host, .. }, WriteMode::Update(expected)) => {
-                let mut current = Vec::new();
-                File::open(&host)
-                    .and_then(|mut f| f.read_to_end(&mut current))
-                    .map_err(|e| StoreError::io("read", path, e))?;
-                if content_version(&current) != expected {
-                    return Err(StoreError::Conflict { path: path.clone() });
-                }
-                host
-            }
-            (Walk::Missing, WriteMode::Update(_)) => {
+        };
+        match (existing, mode) {
+            (Entry::Symlink, _) => return Err(StoreError::Symlink { path: path.clone() }),
+            (Entry::Absent, WriteMode::Update(_)) => {
                 return Err(StoreError::NotFound { path: path.clone() });
             }
-            (Walk::Found { host, .. }, _) => host,
-            (Walk::Missing, _) => self.host_path(path),
-        };
-        let made = self.make_parents(path)?;
-        if let Err(e) = self.replace(path, &target, data) {
-            remove_dirs(&made);
+            (Entry::Absent, _) => {}
+            (_, WriteMode::Create) => return Err(StoreError::AlreadyExists { path: path.clone() }),
+            (Entry::Dir | Entry::Other, _) => {
+                return Err(StoreError::IsADirectory { path: path.clone() });
+            }
+            (Entry::File(_), WriteMode::Overwrite) => {}
+            (Entry::File(_), WriteMode::Update(expected)) => {
+                let current = match self.read(path, u64::MAX) {
+                    Ok(current) => current,
+                    Err(StoreError::NotFound { .. }) => {
+                        return Err(StoreError::NotFound { path: path.clone() });
+                    }
+                    Err(e) => return Err(e),
+                };
+                if current.version != expected {
+                    return Err(StoreError::Conflict { path: path.clone() });
+                }
+            }
+        }
+        let (dir, made) = self.make_parent(path)?;
+        if let Err(e) = self.install(path, &dir, name, data, mode == WriteMode::Create) {
+            remove_made(&made);
             return Err(e);
         }
         Ok(content_version(data))
     }
 
-    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
-        let host = match self.walk(dir, false)? {
-            Walk::Found { host, meta } if meta.is_dir() => host,
-            Walk::Found { .. } => return Err(StoreError::NotADirectory { path: dir.clone() }),
-            _ => return Err(StoreError::NotFound { path: dir.clone() }),
+    fn list(&self, dir_path: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+        let fd = match dir_path.name() {
+            None => DirFd::Root(self.root.as_fd()),
+            Some(name) => {
+                let parent = match self.parent(dir_path)? {
+                    Parent::Dir(fd) => fd,
+                    _ => {
+                        return Err(StoreError::NotFound {
+                            path: dir_path.clone(),
+                        });
+                    }
+                };
+                match rfs::openat(&parent, name, dir_flags(), Mode::empty()) {
+                    Ok(fd) => DirFd::Owned(fd),
+                    Err(e) => {
+                        return Err(match entry_at(parent.as_fd(), name) {
+                            Ok(Entry::Symlink) => StoreError::Symlink {
+                                path: dir_path.clone(),
+                            },
+                            Ok(Entry::Absent) => StoreError::NotFound {
+                                path: dir_path.clone(),
+                            },
+                            Ok(Entry::File(_) | Entry::Other) => StoreError::NotADirectory {
+                                path: dir_path.clone(),
+                            },
+                            _ => io_error("list", dir_path, e),
+                        });
+                    }
+                }
+            }
         };
-        let io_err = |e| StoreError::io("list", dir, e);
+        let io_err = |e| io_error("list", dir_path, e);
         let mut entries = Vec::new();
-        for entry in fs::read_dir(&host).map_err(io_err)? {
-            let entry = entry.map_err(io_err)?;
-            let Ok(name) = entry.file_name().into_string() else {
-                continue; // not UTF-8: no memory path can name it
+        for_each_entry(fd.as_fd(), |name, file_type| {
+            let Ok(name) = name.to_str() else {
+                return Ok(()); // not UTF-8: no memory path can name it
             };
             if name.starts_with(RESERVED_PREFIX) {
-                continue;
+                return Ok(());
             }
-            let file_type = entry.file_type().map_err(io_err)?;
-            let (kind, len) = if file_type.is_dir() {
-                (EntryKind::Directory, 0)
-            } else if file_type.is_file() {
-                match entry.metadata() {
-                    Ok(m) => (EntryKind::File, m.len()),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                    Err(e) => return Err(io_err(e)),
-                }
-            } else {
-                continue; // symlinks, sockets, fifos: never listed
+            let (kind, len) = match file_type {
+                FileType::Directory => (EntryKind::Directory, 0),
+                FileType::RegularFile => match entry_at(fd.as_fd(), name)? {
+                    Entry::File(stat) => (EntryKind::File, stat.st_size as u64),
+                    Entry::Dir => (EntryKind::Directory, 0),
+                    _ => return Ok(()),
+                },
+                _ => return Ok(()), // symlinks, sockets, fifos: never listed
             };
-            entries.push(DirEntry { name, kind, len });
-        }
+            entries.push(DirEntry {
+                name: name.to_owned(),
+                kind,
+                len,
+            });
+            Ok(())
+        })
+        .map_err(io_err)?;
         Ok(entries)
     }
 
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-        if path.is_root() {
+        let Some(name) = path.name() else {
             return Err(StoreError::Invalid {
                 path: path.clone(),
                 reason: "the root cannot be deleted",
             });
-        }
+        };
         let _lock = self.lock(path)?;
-        let (host, meta) = match self.walk(path, true)? {
-            Walk::Found { host, meta } => (host, meta),
+        let dir = match self.parent(path)? {
+            Parent::Dir(fd) => fd,
             _ => return Err(StoreError::NotFound { path: path.clone() }),
         };
-        // `remove_dir_all` does not follow links inside the tree.
-        let result = if meta.is_dir() {
-            fs::remove_dir_all(&host)
-        } else {
-            fs::remove_file(&host)
+        let result = match entry_at(dir.as_fd(), name).map_err(|e| io_error("delete", path, e))? {
+            Entry::Absent => return Err(StoreError::NotFound { path: path.clone() }),
+            Entry::Dir => remove_tree(dir.as_fd(), name, 0),
+            _ => rfs::unlinkat(&dir, name, AtFlags::empty()),
         };
-        result.map_err(|e| StoreError::io("delete", path, e))?;
-        self.sync_parent(path, &host)
+        result.map_err(|e| io_error("delete", path, e))?;
+        self.sync(path, &dir)
     }
 
     fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        if from.is_root() || to.is_strictly_inside(from) {
+        let (Some(from_name), false) = (from.name(), to.is_strictly_inside(from)) else {
             return Err(StoreError::Invalid {
                 path: from.clone(),
                 reason: "cannot move the root, or a directory into itself",
             });
-        }
+        };
         let _lock = self.lock(from)?;
-        let from_host = match self.walk(from, true)? {
-            Walk::Found { host, .. } => host,
+        let from_dir = match self.parent(from)? {
+            Parent::Dir(fd) => fd,
             _ => return Err(StoreError::NotFound { path: from.clone() }),
         };
-        if to.is_root() {
+        if let Entry::Absent =
+            entry_at(from_dir.as_fd(), from_name).map_err(|e| io_error("stat", from, e))?
+        {
+            return Err(StoreError::NotFound { path: from.clone() });
+        }
+        let Some(to_name) = to.name() else {
             return Err(StoreError::AlreadyExists { path: to.clone() });
-        }
-        let to_host = match self.walk(to, true)? {
-            Walk::Found { .. } => return Err(StoreError::AlreadyExists { path: to.clone() }),
-            Walk::ParentFile(depth) => return Err(parent_error(to, depth)),
-            Walk::Missing => self.host_path(to),
         };
-        let made = self.make_parents(to)?;
-        if let Err(e) = fs::rename(&from_host, &to_host) {
-            remove_dirs(&made);
-            return Err(StoreError::io("rename", from, e));
+        match self.parent(to)? {
+            Parent::File(depth) => return Err(parent_error(to, depth)),
+            Parent::Dir(dir) => {
+                if !matches!(
+                    entry_at(dir.as_fd(), to_name).map_err(|e| io_error("stat", to, e))?,
+                    Entry::Absent
+                ) {
+                    return Err(StoreError::AlreadyExists { path: to.clone() });
+                }
+            }
+            Parent::Missing => {}
         }
-        self.sync_parent(from, &from_host)?;
-        self.sync_parent(to, &to_host)
+        let (to_dir, made) = self.make_parent(to)?;
+        if let Err(e) = rename_no_replace(from_dir.as_fd(), from_name, to_dir.as_fd(), to_name, to)
+        {
+            remove_made(&made);
+            return Err(e);
+        }
+        self.sync(from, &from_dir)?;
+        self.sync(to, &to_dir)
     }
+}
+
+/// Flags for opening a directory beneath another without following links.
+fn dir_flags() -> OFlags {
+    OFlags::DIRECTORY | OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+}
+
+fn io_error(op: &'static str, path: &MemoryPath, e: Errno) -> StoreError {
+    StoreError::io(op, path, io::Error::from(e))
 }
 
 fn parent_error(path: &MemoryPath, depth: usize) -> StoreError {
@@ -410,54 +612,168 @@ fn parent_error(path: &MemoryPath, depth: usize) -> StoreError {
     }
 }
 
+/// What is at `name` in `dir`, without following a link.
+fn entry_at(dir: BorrowedFd<'_>, name: &str) -> Result<Entry, Errno> {
+    match rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) => Ok(match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => Entry::File(stat),
+            FileType::Directory => Entry::Dir,
+            FileType::Symlink => Entry::Symlink,
+            _ => Entry::Other,
+        }),
+        Err(Errno::NOENT) | Err(Errno::NOTDIR) => Ok(Entry::Absent),
+        Err(e) => Err(e),
+    }
+}
+
+/// Renames without ever replacing the destination: `renameat2` with
+/// `RENAME_NOREPLACE`, or (where the filesystem lacks it) `linkat` and
+/// `unlinkat` for files; directories then rely on the store lock.
+fn rename_no_replace(
+    from_dir: BorrowedFd<'_>,
+    from: &str,
+    to_dir: BorrowedFd<'_>,
+    to: &str,
+    path: &MemoryPath,
+) -> StoreResult<()> {
+    #[cfg(target_os = "linux")]
+    match rfs::renameat_with(from_dir, from, to_dir, to, rfs::RenameFlags::NOREPLACE) {
+        Ok(()) => return Ok(()),
+        Err(Errno::EXIST) => return Err(StoreError::AlreadyExists { path: path.clone() }),
+        Err(Errno::INVAL) | Err(Errno::NOSYS) => {}
+        Err(e) => return Err(io_error("rename", path, e)),
+    }
+    let is_dir = matches!(entry_at(from_dir, from), Ok(Entry::Dir));
+    if is_dir {
+        return match entry_at(to_dir, to) {
+            Ok(Entry::Absent) => {
+                rfs::renameat(from_dir, from, to_dir, to).map_err(|e| io_error("rename", path, e))
+            }
+            Ok(_) => Err(StoreError::AlreadyExists { path: path.clone() }),
+            Err(e) => Err(io_error("rename", path, e)),
+        };
+    }
+    match rfs::linkat(from_dir, from, to_dir, to, AtFlags::empty()) {
+        Ok(()) => {
+            rfs::unlinkat(from_dir, from, AtFlags::empty()).map_err(|e| io_error("rename", path, e))
+        }
+        Err(Errno::EXIST) => Err(StoreError::AlreadyExists { path: path.clone() }),
+        Err(e) => Err(io_error("rename", path, e)),
+    }
+}
+
+/// A handle on the same directory, for removing what a write created.
+fn dup_dir(dir: &DirFd<'_>) -> Result<OwnedFd, Errno> {
+    rfs::openat(dir, ".", dir_flags(), Mode::empty())
+}
+
+/// Removes directories a failed write created, innermost first.
+fn remove_made(made: &[(OwnedFd, String)]) {
+    for (parent, name) in made.iter().rev() {
+        let _ = rfs::unlinkat(parent, name.as_str(), AtFlags::REMOVEDIR);
+    }
+}
+
+/// Calls `f` with each entry of `dir` but `.` and `..`.
+fn for_each_entry(
+    dir: BorrowedFd<'_>,
+    mut f: impl FnMut(&CStr, FileType) -> Result<(), Errno>,
+) -> Result<(), Errno> {
+    let mut entries = rfs::Dir::read_from(dir)?;
+    while let Some(entry) = entries.read() {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == c"." || name == c".." {
+            continue;
+        }
+        let mut file_type = entry.file_type();
+        if file_type == FileType::Unknown {
+            file_type = match rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(stat) => FileType::from_raw_mode(stat.st_mode),
+                Err(Errno::NOENT) => continue,
+                Err(e) => return Err(e),
+            };
+        }
+        f(name, file_type)?;
+    }
+    Ok(())
+}
+
+/// Deepest directory nesting the recursive helpers descend into.
+const MAX_DEPTH: usize = 4096;
+
+/// Removes the directory `name` in `parent` and everything below it,
+/// through handles only: a directory swapped for a link mid-way is
+/// unlinked, never followed.
+fn remove_tree<P: rustix::path::Arg + Copy>(
+    parent: BorrowedFd<'_>,
+    name: P,
+    depth: usize,
+) -> Result<(), Errno> {
+    let dir = match rfs::openat(parent, name, dir_flags(), Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::LOOP) | Err(Errno::NOTDIR) => {
+            return rfs::unlinkat(parent, name, AtFlags::empty());
+        }
+        Err(Errno::NOENT) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if depth > MAX_DEPTH {
+        return Err(Errno::NAMETOOLONG);
+    }
+    let mut children = Vec::new();
+    for_each_entry(dir.as_fd(), |child, file_type| {
+        children.push((child.to_owned(), file_type == FileType::Directory));
+        Ok(())
+    })?;
+    for (child, is_dir) in children {
+        let result = if is_dir {
+            remove_tree(dir.as_fd(), child.as_c_str(), depth + 1)
+        } else {
+            rfs::unlinkat(&dir, child.as_c_str(), AtFlags::empty())
+        };
+        match result {
+            Ok(()) | Err(Errno::NOENT) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    match rfs::unlinkat(parent, name, AtFlags::REMOVEDIR) {
+        Ok(()) | Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Removes temporary files a crashed writer left, anywhere below `dir`.
+/// Runs under the store lock, so no live writer's file is touched.
+fn remove_temp_files(dir: BorrowedFd<'_>, depth: usize) -> io::Result<()> {
+    if depth > MAX_DEPTH {
+        return Ok(());
+    }
+    let mut subdirs = Vec::new();
+    for_each_entry(dir, |name, file_type| {
+        match file_type {
+            FileType::Directory => subdirs.push(name.to_owned()),
+            _ if name.to_bytes().starts_with(TEMP_PREFIX.as_bytes()) => {
+                match rfs::unlinkat(dir, name, AtFlags::empty()) {
+                    Ok(()) | Err(Errno::NOENT) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    })?;
+    for name in subdirs {
+        if let Ok(sub) = rfs::openat(dir, name.as_c_str(), dir_flags(), Mode::empty()) {
+            remove_temp_files(sub.as_fd(), depth + 1)?;
+        }
+    }
+    Ok(())
+}
+
 /// A content hash: equal content, equal version, whatever wrote it.
 fn content_version(data: &[u8]) -> Version {
     let mut h = DefaultHasher::new();
     h.write(data);
     Version::new((u128::from(h.finish()) << 64) | data.len() as u128)
-}
-
-/// Removes directories a failed write created, innermost first.
-fn remove_dirs(made: &[PathBuf]) {
-    for dir in made.iter().rev() {
-        let _ = fs::remove_dir(dir);
-    }
-}
-
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        File::open(dir)?.sync_all()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dir;
-        Ok(())
-    }
-}
-
-fn private_options() -> OpenOptions {
-    #[allow(unused_mut)]
-    let mut o = OpenOptions::new();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.mode(0o600);
-    }
-    o
-}
-
-fn private_dir_builder() -> fs::DirBuilder {
-    #[allow(unused_mut)]
-    let mut b = fs::DirBuilder::new();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        b.mode(0o700);
-    }
-    b
-}
-
-fn create_dir_all_private(dir: &Path) -> io::Result<()> {
-    private_dir_builder().recursive(true).create(dir)
 }

@@ -2,11 +2,12 @@
 //! reference the other backends are compared against.
 
 use std::collections::BTreeMap;
-use std::sync::{PoisonError, RwLock};
+use std::io::Cursor;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use super::{
-    DirEntry, EntryKind, FileContent, MemoryStore, Metadata, StoreError, StoreResult, Version,
-    WriteMode,
+    DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, StoreError, StoreResult,
+    Version, WriteMode,
 };
 use crate::path::MemoryPath;
 
@@ -33,7 +34,11 @@ struct Dir {
 
 #[derive(Debug)]
 enum Node {
-    File { data: Vec<u8>, version: u64 },
+    /// Shared, so a view streams it without copying or holding the lock.
+    File {
+        data: Arc<[u8]>,
+        version: u64,
+    },
     Dir(Dir),
 }
 
@@ -61,6 +66,21 @@ impl InMemoryStore {
 
     fn write_inner(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
         self.inner.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl InMemoryStore {
+    /// The shared bytes and version of a file.
+    fn file(&self, path: &MemoryPath) -> StoreResult<(Arc<[u8]>, u64)> {
+        let inner = self.read_inner();
+        if path.is_root() {
+            return Err(StoreError::IsADirectory { path: path.clone() });
+        }
+        match inner.root.lookup(path.components()) {
+            Lookup::Found(Node::File { data, version }) => Ok((Arc::clone(data), *version)),
+            Lookup::Found(Node::Dir(_)) => Err(StoreError::IsADirectory { path: path.clone() }),
+            _ => Err(StoreError::NotFound { path: path.clone() }),
+        }
     }
 }
 
@@ -144,19 +164,26 @@ impl MemoryStore for InMemoryStore {
         })
     }
 
-    fn read(&self, path: &MemoryPath) -> StoreResult<FileContent> {
-        let inner = self.read_inner();
-        if path.is_root() {
-            return Err(StoreError::IsADirectory { path: path.clone() });
+    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+        let (data, version) = self.file(path)?;
+        if data.len() as u64 > limit {
+            return Err(StoreError::TooLarge {
+                path: path.clone(),
+                len: data.len() as u64,
+            });
         }
-        match inner.root.lookup(path.components()) {
-            Lookup::Found(Node::File { data, version }) => Ok(FileContent {
-                data: data.clone(),
-                version: Version::new(u128::from(*version)),
-            }),
-            Lookup::Found(Node::Dir(_)) => Err(StoreError::IsADirectory { path: path.clone() }),
-            _ => Err(StoreError::NotFound { path: path.clone() }),
-        }
+        Ok(FileContent {
+            data: data.to_vec(),
+            version: Version::new(u128::from(version)),
+        })
+    }
+
+    fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
+        let (data, _) = self.file(path)?;
+        Ok(FileReader {
+            len: data.len() as u64,
+            reader: Box::new(Cursor::new(data)),
+        })
     }
 
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
@@ -195,7 +222,7 @@ impl MemoryStore for InMemoryStore {
         parent.children.insert(
             name,
             Node::File {
-                data: data.to_vec(),
+                data: Arc::from(data),
                 version,
             },
         );

@@ -5,12 +5,15 @@
 //! of these primitives, so all backends answer byte for byte alike.
 
 mod error;
+#[cfg(unix)]
 mod fs;
 mod memory;
 
+use std::io::Read;
 use std::sync::Arc;
 
 pub use error::{StoreError, StoreResult};
+#[cfg(unix)]
 pub use fs::{FilesystemStore, FilesystemStoreBuilder};
 pub use memory::InMemoryStore;
 
@@ -74,6 +77,22 @@ pub struct FileContent {
     pub version: Version,
 }
 
+/// A file opened for streaming (see [`MemoryStore::open`]).
+pub struct FileReader<'a> {
+    /// The file's length when it was opened.
+    pub len: u64,
+    /// Its bytes.
+    pub reader: Box<dyn Read + Send + 'a>,
+}
+
+impl std::fmt::Debug for FileReader<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileReader")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
 /// How [`MemoryStore::write`] treats an existing entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteMode {
@@ -107,8 +126,21 @@ pub trait MemoryStore: Send + Sync {
     /// (including when an ancestor is a file).
     fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>>;
 
-    /// The content of a file. A directory is [`StoreError::IsADirectory`].
-    fn read(&self, path: &MemoryPath) -> StoreResult<FileContent>;
+    /// The content of a file of at most `limit` bytes. A larger file is
+    /// [`StoreError::TooLarge`] (checked before reading it whole), a
+    /// directory [`StoreError::IsADirectory`].
+    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent>;
+
+    /// Opens a file for streaming, so a view of a huge file never holds it
+    /// whole. The default reads it with [`read`](Self::read); stores that
+    /// can stream should override it.
+    fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
+        let file = self.read(path, u64::MAX)?;
+        Ok(FileReader {
+            len: file.data.len() as u64,
+            reader: Box::new(std::io::Cursor::new(file.data)),
+        })
+    }
 
     /// Writes a whole file atomically; returns the new version.
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version>;
@@ -151,8 +183,11 @@ macro_rules! forward_store {
             fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
                 (**self).stat(path)
             }
-            fn read(&self, path: &MemoryPath) -> StoreResult<FileContent> {
-                (**self).read(path)
+            fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+                (**self).read(path, limit)
+            }
+            fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
+                (**self).open(path)
             }
             fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
                 (**self).write(path, data, mode)

@@ -1,0 +1,279 @@
+//! Streaming `cat -n` for file views: one pass over a file of any size,
+//! holding only the lines that will be shown.
+//!
+//! It validates UTF-8, counts every line (for the 999,999-line limit and the
+//! `of {n_lines}` in notices), and keeps the numbered lines of the requested
+//! range up to the output limit. Memory is bounded by the output limit plus
+//! one line of at most `max_line_bytes`, whatever the file's size.
+
+use crate::render;
+
+/// The result of a pass: what to show, and how many lines the file has.
+#[derive(Debug)]
+pub(crate) struct Numbered {
+    /// Numbered lines joined by `\n` (no header, no notice).
+    pub text: String,
+    /// First and last line shown, if any.
+    pub shown: Option<(usize, usize)>,
+    /// Total lines in the file, counted as [`crate::lines`] does.
+    pub n_lines: usize,
+}
+
+/// Feeds bytes in any chunking; [`Numberer::finish`] gives the result.
+pub(crate) struct Numberer {
+    first: usize,
+    last: usize,
+    limit: usize,
+    max_line_bytes: usize,
+    /// 1-based number of the line being read.
+    line: usize,
+    /// The current line's bytes, while it may be shown.
+    current: Vec<u8>,
+    /// The current line grew past `max_line_bytes` and is cut.
+    current_cut: bool,
+    /// Bytes of an incomplete UTF-8 sequence at the end of the last chunk.
+    utf8_tail: Vec<u8>,
+    out: String,
+    used: usize,
+    shown: Option<(usize, usize)>,
+    /// Output is full: later lines are only counted.
+    full: bool,
+    any_bytes: bool,
+    ends_with_newline: bool,
+}
+
+/// The bytes fed were not UTF-8.
+#[derive(Debug)]
+pub(crate) struct NotUtf8;
+
+impl Numberer {
+    /// Shows lines `first..=last` (1-based) within `limit` characters.
+    pub(crate) fn new(first: usize, last: usize, limit: usize, max_line_bytes: usize) -> Self {
+        Numberer {
+            first,
+            last,
+            limit,
+            max_line_bytes,
+            line: 1,
+            current: Vec::new(),
+            current_cut: false,
+            utf8_tail: Vec::new(),
+            out: String::new(),
+            used: 0,
+            shown: None,
+            full: false,
+            any_bytes: false,
+            ends_with_newline: false,
+        }
+    }
+
+    fn wanted(&self) -> bool {
+        !self.full && self.line >= self.first && self.line <= self.last
+    }
+
+    /// Processes the next chunk of the file.
+    pub(crate) fn feed(&mut self, chunk: &[u8]) -> Result<(), NotUtf8> {
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        self.any_bytes = true;
+        self.ends_with_newline = chunk.last() == Some(&b'\n');
+        self.check_utf8(chunk)?;
+        let mut rest = chunk;
+        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+            if self.wanted() {
+                self.take(&rest[..i]);
+                self.emit_line(true);
+            }
+            self.line += 1;
+            rest = &rest[i + 1..];
+            if !self.wanted() {
+                // Nothing more to show: count the remaining newlines fast.
+                if self.full || self.line > self.last {
+                    self.line += rest.iter().filter(|&&b| b == b'\n').count();
+                    return Ok(());
+                }
+            }
+        }
+        if self.wanted() {
+            self.take(rest);
+        }
+        Ok(())
+    }
+
+    /// Ends the pass.
+    pub(crate) fn finish(mut self) -> Result<Numbered, NotUtf8> {
+        if !self.utf8_tail.is_empty() {
+            return Err(NotUtf8);
+        }
+        let n_lines = if !self.any_bytes {
+            0
+        } else if self.ends_with_newline {
+            self.line - 1
+        } else {
+            if self.wanted() {
+                self.emit_line(false);
+            }
+            self.line
+        };
+        Ok(Numbered {
+            text: self.out,
+            shown: self.shown,
+            n_lines,
+        })
+    }
+
+    fn take(&mut self, bytes: &[u8]) {
+        let room = self.max_line_bytes.saturating_sub(self.current.len());
+        if bytes.len() > room {
+            self.current_cut = true;
+        }
+        self.current
+            .extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    fn emit_line(&mut self, terminated: bool) {
+        let mut bytes = std::mem::take(&mut self.current);
+        if terminated && !self.current_cut && bytes.last() == Some(&b'\r') {
+            bytes.pop();
+        }
+        self.current_cut = false;
+        // Cutting may split a character; show what is whole.
+        let text = match String::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => {
+                let valid = e.utf8_error().valid_up_to();
+                let mut bytes = e.into_bytes();
+                bytes.truncate(valid);
+                String::from_utf8(bytes).unwrap_or_default()
+            }
+        };
+        let start = self.out.len();
+        if self.shown.is_some() {
+            self.out.push('\n');
+        }
+        render::numbered_line(&mut self.out, self.line, &text);
+        let cost = self.out[start..].chars().count();
+        if self.shown.is_some() && self.used + cost > self.limit {
+            self.out.truncate(start);
+            self.full = true;
+            return;
+        }
+        self.used += cost;
+        let first = self.shown.map_or(self.line, |(a, _)| a);
+        self.shown = Some((first, self.line));
+    }
+
+    /// Validates UTF-8 across chunk boundaries: an incomplete sequence at
+    /// a chunk's end is kept and completed from the next chunk.
+    fn check_utf8(&mut self, mut chunk: &[u8]) -> Result<(), NotUtf8> {
+        if let Some(&lead) = self.utf8_tail.first() {
+            let total = match lead {
+                0xC0..=0xDF => 2,
+                0xE0..=0xEF => 3,
+                _ => 4,
+            };
+            let need = total - self.utf8_tail.len();
+            let take = need.min(chunk.len());
+            self.utf8_tail.extend_from_slice(&chunk[..take]);
+            chunk = &chunk[take..];
+            match std::str::from_utf8(&self.utf8_tail) {
+                Ok(_) => self.utf8_tail.clear(),
+                Err(e) if e.error_len().is_none() && take < need => return Ok(()),
+                Err(_) => return Err(NotUtf8),
+            }
+        }
+        match std::str::from_utf8(chunk) {
+            Ok(_) => Ok(()),
+            Err(e) if e.error_len().is_none() => {
+                self.utf8_tail = chunk[e.valid_up_to()..].to_vec();
+                Ok(())
+            }
+            Err(_) => Err(NotUtf8),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(
+        data: &[u8],
+        chunk: usize,
+        first: usize,
+        last: usize,
+        limit: usize,
+    ) -> Result<Numbered, NotUtf8> {
+        let mut n = Numberer::new(first, last, limit, 1 << 20);
+        for c in data.chunks(chunk.max(1)) {
+            n.feed(c)?;
+        }
+        n.finish()
+    }
+
+    #[test]
+    fn every_chunking_gives_the_same_view() {
+        let data = "a\r\nbé\n\nlast\r".as_bytes();
+        for chunk in 1..=data.len() {
+            let v = match run(data, chunk, 1, usize::MAX, 1000) {
+                Ok(v) => v,
+                Err(_) => panic!("chunk {chunk}: not utf8"),
+            };
+            assert_eq!(
+                v.text, "     1\ta\n     2\tbé\n     3\t\n     4\tlast\r",
+                "chunk {chunk}"
+            );
+            assert_eq!(v.n_lines, 4);
+            assert_eq!(v.shown, Some((1, 4)));
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_is_found_in_any_chunking() {
+        let data = b"ok\n\xe2\x82x\n";
+        for chunk in 1..=data.len() {
+            assert!(
+                run(data, chunk, 1, usize::MAX, 1000).is_err(),
+                "chunk {chunk}"
+            );
+        }
+        let truncated = "é".as_bytes();
+        assert!(run(&truncated[..1], 1, 1, usize::MAX, 100).is_err());
+    }
+
+    #[test]
+    fn range_limit_and_counting() {
+        let data: String = (1..=10).map(|i| format!("l{i}\n")).collect();
+        for chunk in [1, 3, 100] {
+            let v = run(data.as_bytes(), chunk, 3, 5, 1000).map_err(|_| ()).ok();
+            let v = v.map(|v| (v.text, v.shown, v.n_lines));
+            assert_eq!(
+                v,
+                Some((
+                    "     3\tl3\n     4\tl4\n     5\tl5".to_owned(),
+                    Some((3, 5)),
+                    10
+                ))
+            );
+            // "     3\tl3" is 9 characters; two lines are 19.
+            let v = run(data.as_bytes(), chunk, 3, usize::MAX, 19)
+                .map_err(|_| ())
+                .ok();
+            let v = v.map(|v| (v.shown, v.n_lines));
+            assert_eq!(v, Some((Some((3, 4)), 10)));
+        }
+    }
+
+    #[test]
+    fn an_overlong_line_is_cut() {
+        let mut n = Numberer::new(1, usize::MAX, 5, 4);
+        assert!(n.feed(b"abcdefgh\nxy\n").is_ok());
+        let v = n
+            .finish()
+            .map_err(|_| ())
+            .ok()
+            .map(|v| (v.text, v.shown, v.n_lines));
+        assert_eq!(v, Some(("     1\tabcd".to_owned(), Some((1, 1)), 2)));
+    }
+}
