@@ -83,6 +83,7 @@ macro_rules! conformance_tests {
             store_rename_and_delete,
             store_list_and_stat,
             concurrent_edits_are_never_lost,
+            oversized_files_are_viewed_but_never_read_whole_for_edits,
         );
     };
 }
@@ -1609,4 +1610,45 @@ pub fn concurrent_edits_are_never_lost(store: &dyn MemoryStore) {
         "the file holds exactly the edits reported as successful"
     );
     assert!(!want.is_empty(), "some edits succeed");
+}
+
+/// A file over the size limit (placed by someone else) can be viewed in
+/// ranges, but edits refuse it before reading it whole; `read` with a limit
+/// reports [`StoreError::TooLarge`].
+pub fn oversized_files_are_viewed_but_never_read_whole_for_edits(store: &dyn MemoryStore) {
+    // 17 bytes a line; numbered, 23 characters (24 with the newline), so
+    // 16,000 characters hold 666 lines.
+    let line = "0123456789abcdef\n";
+    let big: String = line.repeat(70_000); // 1,190,000 bytes, 70,000 lines
+    put(store, "/memories/big.txt", big.as_bytes());
+    let t = tool(store);
+    ok(
+        &t,
+        view_range("/memories/big.txt", json!([69_999, -1])),
+        "Here's the content of /memories/big.txt with line numbers:\n 69999\t0123456789abcdef\n 70000\t0123456789abcdef",
+    );
+    let view = t.dispatch(&view("/memories/big.txt"));
+    assert!(!view.is_error);
+    assert!(
+        text_of(&view).ends_with(
+            "[Output truncated: showing lines 1-666 of 70000. Use view_range to see the rest.]"
+        ),
+        "{}",
+        &text_of(&view)[text_of(&view).len().saturating_sub(200)..]
+    );
+    err(
+        &t,
+        replace("/memories/big.txt", "0123", Some("x")),
+        "Error: File /memories/big.txt is 1190000 bytes, over the limit of 1048576 bytes, so it cannot be edited",
+    );
+    err(
+        &t,
+        insert("/memories/big.txt", 0, "x"),
+        "Error: File /memories/big.txt is 1190000 bytes, over the limit of 1048576 bytes, so it cannot be edited",
+    );
+    match store.read(&path("/memories/big.txt"), 1000) {
+        Err(StoreError::TooLarge { len, .. }) => assert_eq!(len, 1_190_000),
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    assert_eq!(bytes(store, "/memories/big.txt").len(), 1_190_000);
 }

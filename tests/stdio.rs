@@ -1,21 +1,10 @@
 //! The `stdio` example, run as a real process: the JSON-lines contract.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-/// The example binary `cargo test` builds next to the test binaries.
-fn stdio_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let bin = dir.join("examples").join("stdio");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo test`, which builds the examples",
-        bin.display()
-    );
-    bin
-}
+mod common;
+use common::stdio_binary;
 
 #[test]
 fn answers_each_line_before_reading_the_next() {
