@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 /// as serialized `tool_result` lines.
 fn run_everywhere(script: &[Value]) -> Vec<(&'static str, Vec<String>)> {
     let dir = tempfile::tempdir().expect("temporary directory");
+    let host = dir.path().to_string_lossy().into_owned();
     let fs = FilesystemStore::builder(dir.path().join("memories"))
         .durable(false)
         .open()
@@ -16,7 +17,7 @@ fn run_everywhere(script: &[Value]) -> Vec<(&'static str, Vec<String>)> {
         ("in-memory", Box::new(InMemoryStore::new())),
         ("filesystem", Box::new(fs)),
     ];
-    stores
+    let runs: Vec<(&'static str, Vec<String>)> = stores
         .into_iter()
         .map(|(name, store)| {
             let tool = MemoryTool::new(store);
@@ -26,7 +27,14 @@ fn run_everywhere(script: &[Value]) -> Vec<(&'static str, Vec<String>)> {
                 .collect();
             (name, answers)
         })
-        .collect()
+        .collect();
+    for (name, answers) in &runs {
+        for answer in answers {
+            assert!(!answer.contains(&host), "{name} leaked the host path: {answer}");
+            assert!(!answer.contains("os error"), "{name} leaked OS error text: {answer}");
+        }
+    }
+    runs
 }
 
 fn assert_identical(script: &[Value]) {
