@@ -30,8 +30,14 @@ fn run_everywhere(script: &[Value]) -> Vec<(&'static str, Vec<String>)> {
         .collect();
     for (name, answers) in &runs {
         for answer in answers {
-            assert!(!answer.contains(&host), "{name} leaked the host path: {answer}");
-            assert!(!answer.contains("os error"), "{name} leaked OS error text: {answer}");
+            assert!(
+                !answer.contains(&host),
+                "{name} leaked the host path: {answer}"
+            );
+            assert!(
+                !answer.contains("os error"),
+                "{name} leaked OS error text: {answer}"
+            );
         }
     }
     runs
