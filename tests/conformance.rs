@@ -22,3 +22,14 @@ mod filesystem_not_durable {
         run(&store);
     });
 }
+
+mod filesystem_without_openat2 {
+    claude_memory::conformance_tests!(|run| {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store = claude_memory::FilesystemStore::builder(dir.path())
+            .use_openat2(false)
+            .open()
+            .expect("open store");
+        run(&store);
+    });
+}

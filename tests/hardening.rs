@@ -54,6 +54,15 @@ fn leaked(result: &ToolResult) -> bool {
 
 #[test]
 fn a_directory_swapped_for_a_symlink_mid_call_never_leads_outside() {
+    swap_race(true);
+}
+
+#[test]
+fn the_openat_walk_fallback_is_race_proof_too() {
+    swap_race(false);
+}
+
+fn swap_race(openat2: bool) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let root = dir.path().join("memories");
     let outside = dir.path().join("outside");
@@ -142,7 +151,7 @@ fn a_directory_swapped_for_a_symlink_mid_call_never_leads_outside() {
             .filter(|(k, v)| after.get(*k) != Some(*v))
             .count();
     println!(
-        "symlink swap race: {} operations, {} swaps, {} results with outside content, {} outside entries created/changed/deleted",
+        "symlink swap race (openat2: {openat2}): {} operations, {} swaps, {} results with outside content, {} outside entries created/changed/deleted",
         ops.load(Ordering::Relaxed),
         swaps.load(Ordering::Relaxed),
         escapes.load(Ordering::Relaxed),
