@@ -1,20 +1,24 @@
-//! Every command on each backend, with a raw `std::fs` floor beside the
-//! filesystem numbers (same syscalls and fsyncs, no crate code), so ratios
-//! come from one run on one machine.
+//! Every command, each on its own, on the in-memory store and the
+//! filesystem store, with a raw `std::fs` floor beside each filesystem
+//! number: the same reads, writes, renames and fsyncs a minimal program
+//! would do, with no crate code. Crate and floor run in the same group of
+//! the same run, so their ratio is meaningful on a noisy machine.
 //!
 //! ```text
 //! cargo bench --bench commands
+//! python3 benches/ratios.py      # the ratio table from the results
 //! ```
 
 use std::fs;
 use std::hint::black_box;
 use std::io::Write;
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use claude_memory::{FilesystemStore, InMemoryStore, MemoryStore, MemoryTool};
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{
+    BatchSize, BenchmarkGroup, Criterion, criterion_group, criterion_main, measurement::WallTime,
+};
 use serde_json::{Value, json};
 
 /// A 30-line file of about 2 KB, the size of a typical memory note.
@@ -24,156 +28,257 @@ fn note() -> String {
         .collect()
 }
 
-fn bench_backend<S: MemoryStore>(c: &mut Criterion, name: &str, tool: MemoryTool<S>) {
-    let text = note();
-    let ok = |input: &Value| {
-        let r = tool.dispatch(input);
-        assert!(!r.is_error, "{input}: {:?}", r.text());
-        r
-    };
-    ok(&json!({"command": "create", "path": "/memories/note.md", "file_text": text}));
-    for d in 0..10 {
-        for f in 0..10 {
-            ok(
-                &json!({"command": "create", "path": format!("/memories/d{d}/f{f}.md"), "file_text": "small\n"}),
-            );
-        }
-    }
-    let mut g = c.benchmark_group(name);
-    let view_file = json!({"command": "view", "path": "/memories/note.md"});
-    g.bench_function("view file (2 KB, 30 lines)", |b| {
-        b.iter(|| black_box(tool.dispatch(&view_file)))
-    });
-    let view_range =
-        json!({"command": "view", "path": "/memories/note.md", "view_range": [10, 20]});
-    g.bench_function("view_range", |b| {
-        b.iter(|| black_box(tool.dispatch(&view_range)))
-    });
-    let view_dir = json!({"command": "view", "path": "/memories"});
-    g.bench_function("view directory (110 files)", |b| {
-        b.iter(|| black_box(tool.dispatch(&view_dir)))
-    });
-    let mut flip = false;
-    g.bench_function("str_replace", |b| {
-        b.iter(|| {
-            flip = !flip;
-            let (old, new) = if flip { ("fact number 15", "FACT number 15") } else { ("FACT number 15", "fact number 15") };
-            ok(&json!({"command": "str_replace", "path": "/memories/note.md", "old_str": old, "new_str": new}))
-        })
-    });
-    ok(&json!({"command": "create", "path": "/memories/ins.md", "file_text": ""}));
-    g.bench_function("insert", |b| {
-        b.iter(|| ok(&json!({"command": "insert", "path": "/memories/ins.md", "insert_line": 0, "insert_text": "line"})))
-    });
-    let n = AtomicU64::new(0);
-    g.bench_function("create + delete", |b| {
-        b.iter(|| {
-            let p = format!("/memories/new{}.md", n.fetch_add(1, Ordering::Relaxed));
-            ok(&json!({"command": "create", "path": p, "file_text": "hello\n"}));
-            ok(&json!({"command": "delete", "path": p}))
-        })
-    });
-    let mut there = false;
-    g.bench_function("rename", |b| {
-        b.iter(|| {
-            there = !there;
-            let (a, b) = if there {
-                ("/memories/note.md", "/memories/moved.md")
-            } else {
-                ("/memories/moved.md", "/memories/note.md")
-            };
-            ok(&json!({"command": "rename", "old_path": a, "new_path": b}))
-        })
-    });
-    g.finish();
+fn must(tool: &MemoryTool<impl MemoryStore>, input: &Value) {
+    let r = tool.dispatch(input);
+    assert!(!r.is_error, "{input}: {:?}", r.text());
+    black_box(r);
 }
 
-/// The floor: what a minimal program does for the same work with `std::fs`.
-fn bench_floor(c: &mut Criterion, name: &str, root: &Path, durable: bool) {
-    fs::create_dir_all(root).expect("root");
+fn put(tool: &MemoryTool<impl MemoryStore>, path: &str, text: &str) {
+    let _ = tool.dispatch(&json!({"command": "delete", "path": path}));
+    must(
+        tool,
+        &json!({"command": "create", "path": path, "file_text": text}),
+    );
+}
+
+fn gone(tool: &MemoryTool<impl MemoryStore>, path: &str) {
+    let _ = tool.dispatch(&json!({"command": "delete", "path": path}));
+}
+
+/// The crate's side of each operation, in group `{op}`, function `name`.
+fn crate_ops<S: MemoryStore>(c: &mut Criterion, name: &str, tool: &MemoryTool<S>) {
     let text = note();
-    fs::write(root.join("note.md"), &text).expect("note");
-    let sync_dir = |d: &Path| {
-        if durable {
-            fs::File::open(d)
+    put(tool, "/memories/note.md", &text);
+    let each =
+        |c: &mut Criterion, op: &str, f: &mut dyn FnMut(&mut BenchmarkGroup<'_, WallTime>)| {
+            let mut g = c.benchmark_group(op);
+            f(&mut g);
+            g.finish();
+        };
+    let view = json!({"command": "view", "path": "/memories/note.md"});
+    each(c, "view", &mut |g| {
+        g.bench_function(name, |b| b.iter(|| must(tool, &view)));
+    });
+    let range = json!({"command": "view", "path": "/memories/note.md", "view_range": [10, 20]});
+    each(c, "view_range", &mut |g| {
+        g.bench_function(name, |b| b.iter(|| must(tool, &range)));
+    });
+    let create = json!({"command": "create", "path": "/memories/new.md", "file_text": "hello\n"});
+    each(c, "create", &mut |g| {
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || gone(tool, "/memories/new.md"),
+                |()| must(tool, &create),
+                BatchSize::PerIteration,
+            )
+        });
+    });
+    let replace = json!({"command": "str_replace", "path": "/memories/e.md", "old_str": "fact number 15", "new_str": "FACT number 15"});
+    each(c, "str_replace", &mut |g| {
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || put(tool, "/memories/e.md", &text),
+                |()| must(tool, &replace),
+                BatchSize::PerIteration,
+            )
+        });
+    });
+    let insert = json!({"command": "insert", "path": "/memories/e.md", "insert_line": 15, "insert_text": "a new fact"});
+    each(c, "insert", &mut |g| {
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || put(tool, "/memories/e.md", &text),
+                |()| must(tool, &insert),
+                BatchSize::PerIteration,
+            )
+        });
+    });
+    let rename =
+        json!({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/b.md"});
+    each(c, "rename", &mut |g| {
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    gone(tool, "/memories/b.md");
+                    put(tool, "/memories/a.md", "a\n");
+                },
+                |()| must(tool, &rename),
+                BatchSize::PerIteration,
+            )
+        });
+    });
+    let delete = json!({"command": "delete", "path": "/memories/d.md"});
+    each(c, "delete", &mut |g| {
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || put(tool, "/memories/d.md", "d\n"),
+                |()| must(tool, &delete),
+                BatchSize::PerIteration,
+            )
+        });
+    });
+}
+
+/// The floor: the same work with plain `std::fs` calls, in `root`.
+struct Floor {
+    root: PathBuf,
+    durable: bool,
+}
+
+impl Floor {
+    fn sync_dir(&self) {
+        if self.durable {
+            fs::File::open(&self.root)
                 .and_then(|f| f.sync_all())
                 .expect("sync dir");
         }
-    };
-    let write_atomic = |path: &Path, data: &[u8]| {
-        let tmp = path.with_extension("tmp");
+    }
+
+    fn write_atomic(&self, path: &Path, data: &[u8]) {
+        let tmp = self.root.join(".tmp");
         let mut f = fs::File::create(&tmp).expect("tmp");
         f.write_all(data).expect("write");
-        if durable {
+        if self.durable {
             f.sync_all().expect("sync");
         }
         fs::rename(&tmp, path).expect("rename");
-        sync_dir(root);
-    };
-    let mut g = c.benchmark_group(name);
-    g.bench_function("view file (2 KB, 30 lines)", |b| {
-        b.iter(|| {
-            let data = fs::read_to_string(root.join("note.md")).expect("read");
-            let mut out = String::with_capacity(data.len() + 256);
-            for (i, line) in data.lines().enumerate() {
-                out.push_str(&format!("{:>6}\t{}\n", i + 1, line));
-            }
-            black_box(out)
-        })
+        self.sync_dir();
+    }
+
+    fn view(&self, path: &Path, first: usize, last: usize) -> String {
+        let data = fs::read_to_string(path).expect("read");
+        let mut out = String::with_capacity(data.len() * 2);
+        out.push_str("header\n");
+        for (i, line) in data
+            .lines()
+            .enumerate()
+            .skip(first - 1)
+            .take(last + 1 - first)
+        {
+            out.push_str(&format!("{:>6}\t{}\n", i + 1, line));
+        }
+        out
+    }
+}
+
+fn floor_ops(c: &mut Criterion, name: &str, floor: &Floor) {
+    let text = note();
+    fs::create_dir_all(&floor.root).expect("root");
+    let p = |n: &str| floor.root.join(n);
+    fs::write(p("note.md"), &text).expect("note");
+    let mut g = c.benchmark_group("view");
+    g.bench_function(name, |b| {
+        b.iter(|| black_box(floor.view(&p("note.md"), 1, 30)))
     });
-    let mut flip = false;
-    g.bench_function("str_replace", |b| {
-        b.iter(|| {
-            flip = !flip;
-            let (old, new) = if flip {
-                ("fact number 15", "FACT number 15")
-            } else {
-                ("FACT number 15", "fact number 15")
-            };
-            let data = fs::read_to_string(root.join("note.md")).expect("read");
-            write_atomic(&root.join("note.md"), data.replacen(old, new, 1).as_bytes());
-        })
+    g.finish();
+    let mut g = c.benchmark_group("view_range");
+    g.bench_function(name, |b| {
+        b.iter(|| black_box(floor.view(&p("note.md"), 10, 20)))
     });
-    let n = AtomicU64::new(0);
-    g.bench_function("create + delete", |b| {
-        b.iter(|| {
-            let p = root.join(format!("new{}.md", n.fetch_add(1, Ordering::Relaxed)));
-            write_atomic(&p, b"hello\n");
-            fs::remove_file(&p).expect("delete");
-            sync_dir(root);
-        })
+    g.finish();
+    let mut g = c.benchmark_group("create");
+    g.bench_function(name, |b| {
+        b.iter_batched(
+            || {
+                let _ = fs::remove_file(p("new.md"));
+            },
+            |()| floor.write_atomic(&p("new.md"), b"hello\n"),
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+    let mut g = c.benchmark_group("str_replace");
+    g.bench_function(name, |b| {
+        b.iter_batched(
+            || floor.write_atomic(&p("e.md"), text.as_bytes()),
+            |()| {
+                let data = fs::read_to_string(p("e.md")).expect("read");
+                floor.write_atomic(
+                    &p("e.md"),
+                    data.replacen("fact number 15", "FACT number 15", 1)
+                        .as_bytes(),
+                );
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+    let mut g = c.benchmark_group("insert");
+    g.bench_function(name, |b| {
+        b.iter_batched(
+            || floor.write_atomic(&p("e.md"), text.as_bytes()),
+            |()| {
+                let data = fs::read_to_string(p("e.md")).expect("read");
+                let mut lines: Vec<&str> = data.lines().collect();
+                lines.insert(15, "a new fact");
+                floor.write_atomic(&p("e.md"), (lines.join("\n") + "\n").as_bytes());
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+    let mut g = c.benchmark_group("rename");
+    g.bench_function(name, |b| {
+        b.iter_batched(
+            || {
+                let _ = fs::remove_file(p("b.md"));
+                floor.write_atomic(&p("a.md"), b"a\n");
+            },
+            |()| {
+                fs::rename(p("a.md"), p("b.md")).expect("rename");
+                floor.sync_dir();
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+    let mut g = c.benchmark_group("delete");
+    g.bench_function(name, |b| {
+        b.iter_batched(
+            || floor.write_atomic(&p("d.md"), b"d\n"),
+            |()| {
+                fs::remove_file(p("d.md")).expect("delete");
+                floor.sync_dir();
+            },
+            BatchSize::PerIteration,
+        )
     });
     g.finish();
 }
 
 fn benches(c: &mut Criterion) {
-    bench_backend(c, "in-memory", MemoryTool::new(InMemoryStore::new()));
+    crate_ops(c, "in-memory", &MemoryTool::new(InMemoryStore::new()));
     let dir = tempfile::tempdir().expect("temporary directory");
     let durable = FilesystemStore::open(dir.path().join("durable")).expect("open");
-    bench_backend(c, "filesystem (durable)", MemoryTool::new(durable));
-    bench_floor(
+    crate_ops(c, "filesystem durable", &MemoryTool::new(durable));
+    floor_ops(
         c,
-        "std::fs floor (durable)",
-        &dir.path().join("floor-durable"),
-        true,
+        "floor durable",
+        &Floor {
+            root: dir.path().join("floor-durable"),
+            durable: true,
+        },
     );
     let fast = FilesystemStore::builder(dir.path().join("fast"))
         .durable(false)
         .open()
         .expect("open");
-    bench_backend(c, "filesystem (no fsync)", MemoryTool::new(fast));
-    bench_floor(
+    crate_ops(c, "filesystem no-fsync", &MemoryTool::new(fast));
+    floor_ops(
         c,
-        "std::fs floor (no fsync)",
-        &dir.path().join("floor-fast"),
-        false,
+        "floor no-fsync",
+        &Floor {
+            root: dir.path().join("floor-fast"),
+            durable: false,
+        },
     );
 }
 
 criterion_group! {
     name = all;
     config = Criterion::default()
-        .sample_size(20)
+        .sample_size(30)
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_secs(2));
     targets = benches

@@ -12,7 +12,7 @@ use crate::numbered::Numberer;
 use crate::path::MemoryPath;
 use crate::render;
 use crate::result::{Content, ImageFormat, ToolResult};
-use crate::store::{EntryKind, MemoryStore, StoreError, WriteMode};
+use crate::store::{EntryKind, FileReader, MemoryStore, StoreError, WriteMode};
 
 /// Bytes read from a file at a time while viewing it.
 const READ_CHUNK: usize = 64 * 1024;
@@ -130,14 +130,12 @@ impl<S: MemoryStore> MemoryTool<S> {
 
     fn view(&self, raw: &str, range: Option<[i64; 2]>) -> Outcome {
         let path = parse(raw)?;
-        let meta = self
-            .store
-            .stat(&path)
-            .map_err(|e| render::storage_failure(&e, raw))?;
-        match meta.map(|m| m.kind) {
-            None => Err(render::view_missing(raw)),
-            Some(EntryKind::Directory) => self.view_directory(&path).map(Content::Text),
-            Some(EntryKind::File) => self.view_file(&path, range),
+        // Open first: a file (the common case) then costs one lookup.
+        match self.store.open(&path) {
+            Ok(file) => self.view_file(&path, file, range),
+            Err(StoreError::IsADirectory { .. }) => self.view_directory(&path).map(Content::Text),
+            Err(StoreError::NotFound { .. }) => Err(render::view_missing(raw)),
+            Err(e) => Err(render::storage_failure(&e, raw)),
         }
     }
 
@@ -206,18 +204,22 @@ impl<S: MemoryStore> MemoryTool<S> {
         Ok(total)
     }
 
-    fn view_file(&self, path: &MemoryPath, range: Option<[i64; 2]>) -> Outcome {
+    fn view_file(
+        &self,
+        path: &MemoryPath,
+        file: FileReader<'_>,
+        range: Option<[i64; 2]>,
+    ) -> Outcome {
         let raw = path.as_str();
-        let file = self.store.open(path).map_err(|e| match e {
-            StoreError::NotFound { .. } | StoreError::IsADirectory { .. } => {
-                render::view_missing(raw)
-            }
-            e => render::storage_failure(&e, raw),
-        })?;
         let read_error =
             |e: std::io::Error| render::storage_failure(&StoreError::io("read", path, e), raw);
         let mut reader = file.reader;
-        let mut buf = vec![0; READ_CHUNK];
+        // Small files need a small buffer (zeroing 64 KiB costs more than
+        // numbering a short note).
+        let size = usize::try_from(file.len)
+            .unwrap_or(READ_CHUNK)
+            .saturating_add(1);
+        let mut buf = vec![0; size.clamp(8, READ_CHUNK)];
         let head_len = read_full(&mut reader, &mut buf[..8]).map_err(read_error)?;
         if let Some(format) = ImageFormat::detect(raw, &buf[..head_len]) {
             let limit = self.config.max_image_size;
@@ -243,7 +245,15 @@ impl<S: MemoryStore> MemoryTool<S> {
             Some(_) => (usize::MAX, 0), // invalid: only count lines for the message
         };
         let max_line = self.config.max_file_size.max(MIN_SHOWN_LINE_BYTES);
+        // Room for the numbered text of a small file, without regrowing.
+        let mut header = String::with_capacity(
+            usize::try_from(file.len.saturating_mul(2))
+                .unwrap_or(usize::MAX)
+                .clamp(64, 4 * self.config.view_output_limit + 256),
+        );
+        header.push_str(&render::file_header(raw));
         let mut numberer = Numberer::new(
+            header,
             first,
             last,
             self.config.view_output_limit,
@@ -273,14 +283,12 @@ impl<S: MemoryStore> MemoryTool<S> {
                 return Err(render::view_range_end(start, end));
             }
         }
-        let mut out = render::file_header(raw);
-        if let Some((a, b)) = view.shown {
+        let mut out = view.text;
+        if let Some((a, b)) = view.shown
+            && b < last.min(n_lines)
+        {
             out.push('\n');
-            out.push_str(&view.text);
-            if b < last.min(n_lines) {
-                out.push('\n');
-                out.push_str(&render::file_truncated(a, b, n_lines));
-            }
+            out.push_str(&render::file_truncated(a, b, n_lines));
         }
         Ok(Content::Text(out))
     }

@@ -11,7 +11,8 @@ use crate::render;
 /// The result of a pass: what to show, and how many lines the file has.
 #[derive(Debug)]
 pub(crate) struct Numbered {
-    /// Numbered lines joined by `\n` (no header, no notice).
+    /// The prefix given to [`Numberer::new`], then `\n` and each shown
+    /// numbered line.
     pub text: String,
     /// First and last line shown, if any.
     pub shown: Option<(usize, usize)>,
@@ -47,8 +48,16 @@ pub(crate) struct Numberer {
 pub(crate) struct NotUtf8;
 
 impl Numberer {
-    /// Shows lines `first..=last` (1-based) within `limit` characters.
-    pub(crate) fn new(first: usize, last: usize, limit: usize, max_line_bytes: usize) -> Self {
+    /// Shows lines `first..=last` (1-based) within `limit` characters,
+    /// appending each as `\n{numbered line}` to `prefix` (the view's header,
+    /// so the output is built in place).
+    pub(crate) fn new(
+        prefix: String,
+        first: usize,
+        last: usize,
+        limit: usize,
+        max_line_bytes: usize,
+    ) -> Self {
         Numberer {
             first,
             last,
@@ -58,7 +67,7 @@ impl Numberer {
             current: Vec::new(),
             current_cut: false,
             utf8_tail: Vec::new(),
-            out: String::new(),
+            out: prefix,
             used: 0,
             shown: None,
             full: false,
@@ -78,25 +87,35 @@ impl Numberer {
         }
         self.any_bytes = true;
         self.ends_with_newline = chunk.last() == Some(&b'\n');
-        self.check_utf8(chunk)?;
-        let mut rest = chunk;
-        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+        // `head` completes a character split by the last chunk, `tail`
+        // starts one this chunk splits; neither holds a newline.
+        let (head, text, tail) = self.split_utf8(chunk)?;
+        if self.wanted() {
+            self.take(head);
+        }
+        let mut rest = text;
+        while let Some(i) = rest.find('\n') {
             if self.wanted() {
-                self.take(&rest[..i]);
-                self.emit_line(true);
+                let line = &rest[..i];
+                if self.current.is_empty() && !self.current_cut {
+                    self.emit(line, true); // the whole line is here: no copy
+                } else {
+                    self.take(line.as_bytes());
+                    let bytes = std::mem::take(&mut self.current);
+                    self.emit(&lossless(&bytes), true);
+                }
             }
             self.line += 1;
             rest = &rest[i + 1..];
-            if !self.wanted() {
-                // Nothing more to show: count the remaining newlines fast.
-                if self.full || self.line > self.last {
-                    self.line += rest.iter().filter(|&&b| b == b'\n').count();
-                    return Ok(());
-                }
+            if self.full || self.line > self.last {
+                // Nothing more to show: only count.
+                self.line += rest.matches('\n').count();
+                return Ok(());
             }
         }
         if self.wanted() {
-            self.take(rest);
+            self.take(rest.as_bytes());
+            self.take(tail);
         }
         Ok(())
     }
@@ -112,7 +131,8 @@ impl Numberer {
             self.line - 1
         } else {
             if self.wanted() {
-                self.emit_line(false);
+                let bytes = std::mem::take(&mut self.current);
+                self.emit(&lossless(&bytes), false);
             }
             self.line
         };
@@ -132,28 +152,24 @@ impl Numberer {
             .extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
-    fn emit_line(&mut self, terminated: bool) {
-        let mut bytes = std::mem::take(&mut self.current);
-        if terminated && !self.current_cut && bytes.last() == Some(&b'\r') {
-            bytes.pop();
-        }
+    /// Shows one line (without its `\n`), if it fits.
+    fn emit(&mut self, line: &str, terminated: bool) {
+        let cut = self.current_cut || line.len() > self.max_line_bytes;
         self.current_cut = false;
-        // Cutting may split a character; show what is whole.
-        let text = match String::from_utf8(bytes) {
-            Ok(s) => s,
-            Err(e) => {
-                let valid = e.utf8_error().valid_up_to();
-                let mut bytes = e.into_bytes();
-                bytes.truncate(valid);
-                String::from_utf8(bytes).unwrap_or_default()
-            }
-        };
-        let start = self.out.len();
-        if self.shown.is_some() {
-            self.out.push('\n');
+        let mut line = &line[..floor_char_boundary(line, self.max_line_bytes)];
+        if terminated && !cut {
+            line = line.strip_suffix('\r').unwrap_or(line);
         }
-        render::numbered_line(&mut self.out, self.line, &text);
-        let cost = self.out[start..].chars().count();
+        let start = self.out.len();
+        self.out.push('\n');
+        render::numbered_line(&mut self.out, self.line, line);
+        // The newline joining lines counts; the one after the header does not.
+        let added = &self.out[start + usize::from(self.shown.is_none())..];
+        let cost = if added.is_ascii() {
+            added.len()
+        } else {
+            added.chars().count()
+        };
         if self.shown.is_some() && self.used + cost > self.limit {
             self.out.truncate(start);
             self.full = true;
@@ -164,9 +180,14 @@ impl Numberer {
         self.shown = Some((first, self.line));
     }
 
-    /// Validates UTF-8 across chunk boundaries: an incomplete sequence at
-    /// a chunk's end is kept and completed from the next chunk.
-    fn check_utf8(&mut self, mut chunk: &[u8]) -> Result<(), NotUtf8> {
+    /// Splits a chunk into the bytes completing a character the previous
+    /// chunk split, the valid text, and an incomplete character at the end
+    /// (kept for the next chunk).
+    fn split_utf8<'c>(
+        &mut self,
+        chunk: &'c [u8],
+    ) -> Result<(&'c [u8], &'c str, &'c [u8]), NotUtf8> {
+        let mut start = 0;
         if let Some(&lead) = self.utf8_tail.first() {
             let total = match lead {
                 0xC0..=0xDF => 2,
@@ -174,24 +195,48 @@ impl Numberer {
                 _ => 4,
             };
             let need = total - self.utf8_tail.len();
-            let take = need.min(chunk.len());
-            self.utf8_tail.extend_from_slice(&chunk[..take]);
-            chunk = &chunk[take..];
+            start = need.min(chunk.len());
+            self.utf8_tail.extend_from_slice(&chunk[..start]);
             match std::str::from_utf8(&self.utf8_tail) {
                 Ok(_) => self.utf8_tail.clear(),
-                Err(e) if e.error_len().is_none() && take < need => return Ok(()),
+                Err(e) if e.error_len().is_none() && start < need => {
+                    return Ok((chunk, "", &[]));
+                }
                 Err(_) => return Err(NotUtf8),
             }
         }
-        match std::str::from_utf8(chunk) {
-            Ok(_) => Ok(()),
+        let (head, body) = chunk.split_at(start);
+        match std::str::from_utf8(body) {
+            Ok(text) => Ok((head, text, &[])),
             Err(e) if e.error_len().is_none() => {
-                self.utf8_tail = chunk[e.valid_up_to()..].to_vec();
-                Ok(())
+                let (valid, tail) = body.split_at(e.valid_up_to());
+                self.utf8_tail = tail.to_vec();
+                let text = std::str::from_utf8(valid).map_err(|_| NotUtf8)?;
+                Ok((head, text, tail))
             }
             Err(_) => Err(NotUtf8),
         }
     }
+}
+
+/// Bytes of a line assembled across chunks: valid UTF-8 unless a cut split
+/// a character, whose broken end is dropped.
+fn lossless(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.into(),
+        Err(e) => String::from_utf8_lossy(&bytes[..e.valid_up_to()]),
+    }
+}
+
+/// The largest char boundary of `s` not above `max`.
+fn floor_char_boundary(s: &str, max: usize) -> usize {
+    if max >= s.len() {
+        return s.len();
+    }
+    (0..=max)
+        .rev()
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -205,7 +250,7 @@ mod tests {
         last: usize,
         limit: usize,
     ) -> Result<Numbered, NotUtf8> {
-        let mut n = Numberer::new(first, last, limit, 1 << 20);
+        let mut n = Numberer::new(String::new(), first, last, limit, 1 << 20);
         for c in data.chunks(chunk.max(1)) {
             n.feed(c)?;
         }
@@ -221,7 +266,7 @@ mod tests {
                 Err(_) => panic!("chunk {chunk}: not utf8"),
             };
             assert_eq!(
-                v.text, "     1\ta\n     2\tbé\n     3\t\n     4\tlast\r",
+                v.text, "\n     1\ta\n     2\tbé\n     3\t\n     4\tlast\r",
                 "chunk {chunk}"
             );
             assert_eq!(v.n_lines, 4);
@@ -251,7 +296,7 @@ mod tests {
             assert_eq!(
                 v,
                 Some((
-                    "     3\tl3\n     4\tl4\n     5\tl5".to_owned(),
+                    "\n     3\tl3\n     4\tl4\n     5\tl5".to_owned(),
                     Some((3, 5)),
                     10
                 ))
@@ -267,13 +312,13 @@ mod tests {
 
     #[test]
     fn an_overlong_line_is_cut() {
-        let mut n = Numberer::new(1, usize::MAX, 5, 4);
+        let mut n = Numberer::new(String::new(), 1, usize::MAX, 5, 4);
         assert!(n.feed(b"abcdefgh\nxy\n").is_ok());
         let v = n
             .finish()
             .map_err(|_| ())
             .ok()
             .map(|v| (v.text, v.shown, v.n_lines));
-        assert_eq!(v, Some(("     1\tabcd".to_owned(), Some((1, 1)), 2)));
+        assert_eq!(v, Some(("\n     1\tabcd".to_owned(), Some((1, 1)), 2)));
     }
 }

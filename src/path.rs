@@ -74,6 +74,12 @@ impl MemoryPath {
     /// Validates a path string from the model (SPEC §2).
     pub fn parse(raw: &str) -> Result<Self, PathError> {
         let components = check(raw)?;
+        if !raw.contains('%') {
+            return Ok(MemoryPath {
+                raw: raw.to_owned(),
+                components,
+            });
+        }
         // The decoded form must pass too, and must not invent separators.
         let mut decoded = raw.to_owned();
         loop {

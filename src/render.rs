@@ -64,10 +64,30 @@ pub(crate) fn file_header(path: &str) -> String {
     format!("Here's the content of {path} with line numbers:")
 }
 
-/// One numbered line, as `cat -n` would print it.
+/// One numbered line, as `cat -n` would print it: `format!("{n:>6}\t{line}")`,
+/// written without the formatting machinery (it is the hot loop of `view`).
 pub(crate) fn numbered_line(out: &mut String, n: usize, line: &str) {
-    use std::fmt::Write;
-    let _ = write!(out, "{n:>6}\t{line}");
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut rest = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let width = digits.len() - i;
+    out.reserve(width.max(6) + 1 + line.len());
+    for _ in width..6 {
+        out.push(' ');
+    }
+    for &d in &digits[i..] {
+        out.push(char::from(d));
+    }
+    out.push('\t');
+    out.push_str(line);
 }
 
 pub(crate) fn file_truncated(first: usize, last: usize, n_lines: usize) -> String {
@@ -309,6 +329,25 @@ mod tests {
         assert_eq!(human_size(1_048_575), "1.0M");
         assert_eq!(human_size(4 * 1024 * 1024), "4.0M");
         assert_eq!(human_size(u64::MAX), "16777216.0T");
+    }
+
+    #[test]
+    fn numbered_lines_match_the_format_macro() {
+        for n in [
+            0,
+            1,
+            9,
+            10,
+            99_999,
+            999_999,
+            1_000_000,
+            12_345_678,
+            usize::MAX,
+        ] {
+            let mut out = String::new();
+            numbered_line(&mut out, n, "text é");
+            assert_eq!(out, format!("{n:>6}\ttext é"));
+        }
     }
 
     #[test]

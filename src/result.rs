@@ -26,11 +26,13 @@ impl ImageFormat {
     /// The format of a file named `name` holding `data`, if its extension
     /// says image and its bytes agree.
     pub(crate) fn detect(name: &str, data: &[u8]) -> Option<Self> {
-        let lower = name.to_ascii_lowercase();
-        if lower.ends_with(".png") && data.starts_with(b"\x89PNG\r\n\x1a\n") {
+        let ends_with = |ext: &str| {
+            name.len() >= ext.len()
+                && name.as_bytes()[name.len() - ext.len()..].eq_ignore_ascii_case(ext.as_bytes())
+        };
+        if ends_with(".png") && data.starts_with(b"\x89PNG\r\n\x1a\n") {
             Some(ImageFormat::Png)
-        } else if (lower.ends_with(".jpg") || lower.ends_with(".jpeg"))
-            && data.starts_with(&[0xFF, 0xD8, 0xFF])
+        } else if (ends_with(".jpg") || ends_with(".jpeg")) && data.starts_with(&[0xFF, 0xD8, 0xFF])
         {
             Some(ImageFormat::Jpeg)
         } else {

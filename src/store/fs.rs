@@ -601,7 +601,10 @@ impl MemoryStore for FilesystemStore {
             remove_made(&made);
             return Err(e);
         }
-        self.sync(from, &from_dir)?;
+        // One fsync when both names are in the same directory.
+        if from.parent() != to.parent() {
+            self.sync(from, &from_dir)?;
+        }
         self.sync(to, &to_dir)
     }
 }
