@@ -382,6 +382,28 @@ pub fn directory_view_is_truncated_at_the_limit(store: &dyn MemoryStore) {
          3B\t/memories\n\
          [Output truncated: 3 more entries not shown.]",
     );
+    // Many entries: the count of those left out stays exact. The lines are
+    // 14, 18 (x3), 21 and 22 characters: 14+3*19+22+4*23 = 185; a fifth
+    // file line would make 208 > 200.
+    for i in 0..300 {
+        put(store, &format!("/memories/many/f{i:03}"), b"x");
+    }
+    let t = tool_with(store, |c| c.view_output_limit = 200);
+    ok(
+        &t,
+        view("/memories"),
+        "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n\
+         303B\t/memories\n\
+         1B\t/memories/a.txt\n\
+         1B\t/memories/b.txt\n\
+         1B\t/memories/c.txt\n\
+         300B\t/memories/many/\n\
+         1B\t/memories/many/f000\n\
+         1B\t/memories/many/f001\n\
+         1B\t/memories/many/f002\n\
+         1B\t/memories/many/f003\n\
+         [Output truncated: 296 more entries not shown.]",
+    );
 }
 
 // ---- view: files --------------------------------------------------------------

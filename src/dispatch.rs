@@ -36,6 +36,35 @@ pub struct MemoryTool<S> {
     config: Config,
 }
 
+/// The narrowest size column (`0B`) and its tab: rows are kept while a
+/// lower bound of the output's length fits the limit, so every row that can
+/// be shown is kept, before any size is known.
+const MIN_SIZE_WIDTH: usize = 3;
+
+/// Rows of a directory view. Only rows that may still fit the output limit
+/// are kept; the rest are only counted, so a huge tree costs its walk (the
+/// sizes need it) but not its formatting.
+struct Listing {
+    rows: Vec<(u64, String, bool)>,
+    chars: usize,
+    budget: usize,
+    entries: usize,
+}
+
+impl Listing {
+    /// Counts an entry and keeps its row if it may fit; returns its index.
+    fn push(&mut self, parent: &str, name: &str, is_dir: bool) -> Option<usize> {
+        self.entries += 1;
+        if self.chars > self.budget {
+            return None;
+        }
+        let path = format!("{parent}/{name}");
+        self.chars += path.chars().count() + MIN_SIZE_WIDTH + 1;
+        self.rows.push((0, path, is_dir));
+        Some(self.rows.len() - 1)
+    }
+}
+
 /// A command's outcome before it becomes a [`ToolResult`]; the error is the
 /// rendered model-facing text.
 type Outcome = Result<Content, String>;
@@ -141,15 +170,21 @@ impl<S: MemoryStore> MemoryTool<S> {
 
     fn view_directory(&self, dir: &MemoryPath) -> Result<String, String> {
         let base = dir.normalized();
-        let mut rows = vec![(0, base.clone(), false)];
-        rows[0].0 = self
-            .visit(dir, &base, 1, &mut rows)
+        let mut listing = Listing {
+            rows: vec![(0, base.clone(), false)],
+            chars: base.chars().count() + MIN_SIZE_WIDTH,
+            // Rows past this many characters cannot be shown: count them only.
+            budget: self.config.view_output_limit,
+            entries: 1,
+        };
+        listing.rows[0].0 = self
+            .visit(dir, &base, 1, &mut listing)
             .map_err(|e| render::storage_failure(&e, &base))?;
         let mut out = render::directory_header(&base);
         let limit = self.config.view_output_limit;
         let mut used = 0;
         let mut shown = 0;
-        for (size, path, is_dir) in &rows {
+        for (size, path, is_dir) in &listing.rows {
             let line = render::listing_line(*size, path, *is_dir);
             let cost = line.chars().count() + usize::from(shown > 0);
             if shown > 0 && used + cost > limit {
@@ -160,44 +195,48 @@ impl<S: MemoryStore> MemoryTool<S> {
             out.push('\n');
             out.push_str(&line);
         }
-        if shown < rows.len() {
+        if shown < listing.entries {
             out.push('\n');
-            out.push_str(&render::listing_truncated(rows.len() - shown));
+            out.push_str(&render::listing_truncated(listing.entries - shown));
         }
         Ok(out)
     }
 
-    /// Adds the visible entries of `dir` (depth first, by name) to `rows`
-    /// down to depth 2, and returns the visible total size below `dir`.
+    /// Adds the visible entries of `dir` (depth first, by name) to the
+    /// listing down to depth 2, and returns the visible total size below
+    /// `dir` (which needs every level).
     fn visit(
         &self,
         dir: &MemoryPath,
         shown_as: &str,
         depth: usize,
-        rows: &mut Vec<(u64, String, bool)>,
+        listing: &mut Listing,
     ) -> Result<u64, StoreError> {
         let mut entries = self.store.list(dir)?;
         entries.retain(|e| !e.name.starts_with('.') && e.name != "node_modules");
         entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         let mut total = 0;
         for entry in entries {
-            let Some(child) = dir.join(&entry.name) else {
-                continue; // a name no memory path can spell is not shown
-            };
-            let listed = depth <= 2;
-            let shown = format!("{shown_as}/{}", entry.name);
-            let row = rows.len();
             let is_dir = entry.kind == EntryKind::Directory;
-            if listed {
-                rows.push((entry.len, shown.clone(), is_dir));
-            }
-            let size = if is_dir {
-                self.visit(&child, &shown, depth + 1, rows)?
-            } else {
-                entry.len
+            // A name no memory path can spell is not shown.
+            let child = match is_dir {
+                true => match dir.join(&entry.name) {
+                    Some(child) => Some(child),
+                    None => continue,
+                },
+                false if dir.is_valid_child(&entry.name) => None,
+                false => continue,
             };
-            if listed {
-                rows[row].0 = size;
+            let row = (depth <= 2).then(|| listing.push(shown_as, &entry.name, is_dir));
+            let size = match child {
+                Some(child) => {
+                    let shown = format!("{shown_as}/{}", entry.name);
+                    self.visit(&child, &shown, depth + 1, listing)?
+                }
+                None => entry.len,
+            };
+            if let Some(Some(row)) = row {
+                listing.rows[row].0 = size;
             }
             total += size;
         }

@@ -26,7 +26,7 @@ pub(crate) fn split(text: &str) -> impl Iterator<Item = &str> {
 
 /// The number of lines, counted as [`split`] does.
 pub(crate) fn count(text: &str) -> usize {
-    let newlines = memchr_count(text.as_bytes());
+    let newlines = count_newlines(text.as_bytes());
     if text.is_empty() || text.ends_with('\n') {
         newlines
     } else {
@@ -36,7 +36,7 @@ pub(crate) fn count(text: &str) -> usize {
 
 /// The 1-based line holding byte `offset`.
 pub(crate) fn line_at(text: &str, offset: usize) -> usize {
-    memchr_count(&text.as_bytes()[..offset.min(text.len())]) + 1
+    count_newlines(&text.as_bytes()[..offset.min(text.len())]) + 1
 }
 
 /// Byte offset just past line `n` (its terminator included); `0` for
@@ -52,8 +52,13 @@ pub(crate) fn end_of_line(text: &str, n: usize) -> usize {
         .map_or(text.len(), |(i, _)| i + 1)
 }
 
-fn memchr_count(bytes: &[u8]) -> usize {
-    bytes.iter().filter(|&&b| b == b'\n').count()
+/// Counts `\n` bytes. Summing in `u8` over blocks of 255 lets the compiler
+/// use 16 byte-wide lanes instead of one 64-bit counter per byte.
+pub(crate) fn count_newlines(bytes: &[u8]) -> usize {
+    bytes
+        .chunks(255)
+        .map(|block| usize::from(block.iter().map(|&b| u8::from(b == b'\n')).sum::<u8>()))
+        .sum()
 }
 
 #[cfg(test)]
@@ -81,6 +86,20 @@ mod tests {
     fn carriage_return_before_newline_is_hidden() {
         assert_eq!(lines("a\r\nb\r\n"), ["a", "b"]);
         assert_eq!(lines("a\r\nb\r"), ["a", "b\r"]);
+    }
+
+    #[test]
+    fn newline_counting_matches_a_plain_count() {
+        for len in [0, 1, 254, 255, 256, 1000, 70_000] {
+            let data: Vec<u8> = (0..len)
+                .map(|i| if i % 7 == 3 { b'\n' } else { b'a' })
+                .collect();
+            assert_eq!(
+                count_newlines(&data),
+                data.iter().filter(|&&b| b == b'\n').count()
+            );
+        }
+        assert_eq!(count_newlines(&[b'\n'; 1000]), 1000);
     }
 
     #[test]

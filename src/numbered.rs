@@ -6,6 +6,7 @@
 //! range up to the output limit. Memory is bounded by the output limit plus
 //! one line of at most `max_line_bytes`, whatever the file's size.
 
+use crate::lines::count_newlines;
 use crate::render;
 
 /// The result of a pass: what to show, and how many lines the file has.
@@ -93,7 +94,7 @@ impl Numberer {
         if self.wanted() {
             self.take(head);
         }
-        let mut rest = text;
+        let mut rest = self.skip_to_first(text);
         while let Some(i) = rest.find('\n') {
             if self.wanted() {
                 let line = &rest[..i];
@@ -109,7 +110,7 @@ impl Numberer {
             rest = &rest[i + 1..];
             if self.full || self.line > self.last {
                 // Nothing more to show: only count.
-                self.line += rest.matches('\n').count();
+                self.line += count_newlines(rest.as_bytes());
                 return Ok(());
             }
         }
@@ -150,6 +151,30 @@ impl Numberer {
         }
         self.current
             .extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    /// Skips whole blocks that end before line `first`, counting their
+    /// newlines in bulk instead of finding them one by one.
+    fn skip_to_first<'t>(&mut self, mut text: &'t str) -> &'t str {
+        const BLOCK: usize = 4096;
+        while self.line < self.first && text.len() > BLOCK {
+            let mut end = BLOCK;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let newlines = count_newlines(&text.as_bytes()[..end]);
+            if self.line + newlines >= self.first {
+                break;
+            }
+            if newlines > 0 {
+                // The line in progress ended inside the block, unshown.
+                self.current.clear();
+                self.current_cut = false;
+            }
+            self.line += newlines;
+            text = &text[end..];
+        }
+        text
     }
 
     /// Shows one line (without its `\n`), if it fits.
@@ -307,6 +332,30 @@ mod tests {
                 .ok();
             let v = v.map(|v| (v.shown, v.n_lines));
             assert_eq!(v, Some((Some((3, 4)), 10)));
+        }
+    }
+
+    #[test]
+    fn skipping_whole_blocks_keeps_counts_exact() {
+        let data: String = (1..=3000).map(|i| format!("line {i} é\n")).collect();
+        for chunk in [7, 4096, 5000, 1 << 20] {
+            for first in [1, 2, 450, 451, 1000, 2999, 3000] {
+                let v = run(data.as_bytes(), chunk, first, first + 1, 1000)
+                    .map_err(|_| ())
+                    .ok();
+                let v = v.map(|v| (v.text, v.shown, v.n_lines));
+                let second = if first < 3000 {
+                    format!("\n{:>6}\tline {} é", first + 1, first + 1)
+                } else {
+                    String::new()
+                };
+                let want = format!("\n{first:>6}\tline {first} é{second}");
+                assert_eq!(
+                    v,
+                    Some((want, Some((first, (first + 1).min(3000))), 3000)),
+                    "chunk {chunk}, first {first}"
+                );
+            }
         }
     }
 

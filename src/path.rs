@@ -169,6 +169,26 @@ impl MemoryPath {
             .then(|| Self::from_components(child.components))
     }
 
+    /// True when `name` is a valid single component below this directory
+    /// (what [`join`](Self::join) checks, without building the path).
+    pub fn is_valid_child(&self, name: &str) -> bool {
+        if name.contains('%') {
+            return self.join(name).is_some();
+        }
+        let len: usize = ROOT.len()
+            + self.components.iter().map(|c| c.len() + 1).sum::<usize>()
+            + 1
+            + name.len();
+        len <= MAX_PATH_BYTES
+            && !name.is_empty()
+            && name != "."
+            && name != ".."
+            && name.len() <= MAX_COMPONENT_BYTES
+            && !name.starts_with(RESERVED_PREFIX)
+            && !name.contains(['/', '\\'])
+            && !name.chars().any(char::is_control)
+    }
+
     /// True when `self` is strictly below `other`.
     pub fn is_strictly_inside(&self, other: &MemoryPath) -> bool {
         self.components.len() > other.components.len()
@@ -352,6 +372,33 @@ mod tests {
     fn a_literal_percent_is_a_name() {
         assert_eq!(comps("/memories/100%.md"), ["100%.md"]);
         assert_eq!(comps("/memories/a%20b"), ["a%20b"]);
+    }
+
+    #[test]
+    fn is_valid_child_agrees_with_join() {
+        let root = MemoryPath::root();
+        let long = "n".repeat(256);
+        for name in [
+            "a.txt",
+            "a/b",
+            "..",
+            ".",
+            "",
+            ".claude-memory.x",
+            "a\\b",
+            "a\u{1}",
+            "100%.md",
+            "%2e%2e",
+            "a%2fb",
+            ".hidden",
+            &long,
+        ] {
+            assert_eq!(
+                root.is_valid_child(name),
+                root.join(name).is_some(),
+                "{name:?}"
+            );
+        }
     }
 
     #[test]
