@@ -63,6 +63,9 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod api;
+#[cfg(feature = "tokio")]
+mod async_tool;
 mod base64;
 pub mod bridge;
 mod command;
@@ -76,6 +79,9 @@ mod render;
 mod result;
 pub mod store;
 
+pub use api::{ToolResultBlock, ToolUseBlock, tool_definition_with_cache_control};
+#[cfg(feature = "tokio")]
+pub use async_tool::AsyncMemoryTool;
 pub use command::Command;
 pub use config::{Config, CreatePolicy};
 pub use dispatch::MemoryTool;

@@ -258,6 +258,12 @@ pub(crate) fn hard_link(path: &str) -> String {
     )
 }
 
+#[cfg(feature = "tokio")]
+pub(crate) fn internal_failure() -> String {
+    "Error: The memory tool failed internally; nothing is known to have changed. Try again"
+        .to_owned()
+}
+
 pub(crate) fn edit_conflict(path: &str) -> String {
     format!(
         "Error: The file {path} kept changing while it was being edited; nothing was written. Try the edit again"
