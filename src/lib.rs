@@ -16,6 +16,11 @@
 //! - [`MemoryPath`]: the validated path type. Paths are checked once, at
 //!   the boundary (`..`, encodings, control characters, lengths); stores
 //!   never see a raw string.
+//! - [`MemoryTool::reply`] / [`MemoryTool::run_tool_uses`]: a whole Messages
+//!   API response in, the memory calls' `tool_result` blocks out, in order
+//!   ([`api`] has the rest of the loop glue and typed blocks);
+//!   `AsyncMemoryTool` (feature `tokio`) does the same without blocking the
+//!   runtime.
 //! - [`MemoryStore`]: a handful of primitives (stat, read, atomic write with
 //!   create / overwrite / compare-and-swap modes, list, delete, rename
 //!   without overwrite). Implement it for your own backend and prove it with
