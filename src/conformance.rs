@@ -1563,7 +1563,18 @@ pub fn store_list_and_stat(store: &dyn MemoryStore) {
     put(store, "/memories/.h", b"hh");
     put(store, "/memories/d/f", b"fff");
     put(store, "/memories/g", b"g");
-    let mut names: Vec<(String, EntryKind, u64)> = match store.list(&MemoryPath::root()) {
+    let before = std::time::SystemTime::now() - std::time::Duration::from_secs(5);
+    let listed = store.list(&MemoryPath::root());
+    if let Ok(entries) = &listed {
+        for e in entries.iter().filter(|e| e.kind == EntryKind::File) {
+            assert!(
+                e.modified.is_some_and(|m| m >= before),
+                "{} has no recent modification time",
+                e.name
+            );
+        }
+    }
+    let mut names: Vec<(String, EntryKind, u64)> = match listed {
         Ok(entries) => entries
             .into_iter()
             .map(|e| (e.name, e.kind, e.len))
@@ -1588,6 +1599,15 @@ pub fn store_list_and_stat(store: &dyn MemoryStore) {
         StoreError::NotFound { .. }
     ));
     let stat = |p: &str| store.stat(&path(p)).ok().flatten().map(|m| (m.kind, m.len));
+    let written = store
+        .stat(&path("/memories/g"))
+        .ok()
+        .flatten()
+        .and_then(|m| m.modified);
+    assert!(
+        written.is_some_and(|m| m >= before),
+        "stat reports when a file was written"
+    );
     assert_eq!(stat("/memories"), Some((EntryKind::Directory, 0)));
     assert_eq!(stat("/memories/d/f"), Some((EntryKind::File, 3)));
     assert_eq!(stat("/memories/g/x"), None);

@@ -383,6 +383,7 @@ impl MemoryStore for FilesystemStore {
             return Ok(Some(Metadata {
                 kind: EntryKind::Directory,
                 len: 0,
+                modified: None,
             }));
         };
         let dir = match self.parent(path)? {
@@ -393,10 +394,12 @@ impl MemoryStore for FilesystemStore {
             Entry::File(stat) => Ok(Some(Metadata {
                 kind: EntryKind::File,
                 len: stat.st_size as u64,
+                modified: modified(&stat),
             })),
             Entry::Dir => Ok(Some(Metadata {
                 kind: EntryKind::Directory,
                 len: 0,
+                modified: None,
             })),
             Entry::Symlink => Err(StoreError::Symlink { path: path.clone() }),
             Entry::Absent | Entry::Other => Ok(None),
@@ -520,11 +523,11 @@ impl MemoryStore for FilesystemStore {
             if name.starts_with(RESERVED_PREFIX) {
                 return Ok(());
             }
-            let (kind, len) = match file_type {
-                FileType::Directory => (EntryKind::Directory, 0),
+            let (kind, len, modified) = match file_type {
+                FileType::Directory => (EntryKind::Directory, 0, None),
                 FileType::RegularFile => match entry_at(fd.as_fd(), name)? {
-                    Entry::File(stat) => (EntryKind::File, stat.st_size as u64),
-                    Entry::Dir => (EntryKind::Directory, 0),
+                    Entry::File(stat) => (EntryKind::File, stat.st_size as u64, modified(&stat)),
+                    Entry::Dir => (EntryKind::Directory, 0, None),
                     _ => return Ok(()),
                 },
                 _ => return Ok(()), // symlinks, sockets, fifos: never listed
@@ -533,6 +536,7 @@ impl MemoryStore for FilesystemStore {
                 name: name.to_owned(),
                 kind,
                 len,
+                modified,
             });
             Ok(())
         })
@@ -605,6 +609,13 @@ impl MemoryStore for FilesystemStore {
         }
         self.sync(to, &to_dir)
     }
+}
+
+/// A file's modification time from its `stat`.
+fn modified(stat: &rfs::Stat) -> Option<std::time::SystemTime> {
+    let secs = u64::try_from(stat.st_mtime).ok()?;
+    let nanos = u32::try_from(stat.st_mtime_nsec).ok()?;
+    std::time::UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos))
 }
 
 /// Flags for opening a directory beneath another without following links.

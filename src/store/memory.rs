@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::io::Cursor;
 use std::sync::{Arc, PoisonError, RwLock};
+use std::time::SystemTime;
 
 use super::{
     DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, StoreError, StoreResult,
@@ -38,6 +39,7 @@ enum Node {
     File {
         data: Arc<[u8]>,
         version: u64,
+        modified: SystemTime,
     },
     Dir(Dir),
 }
@@ -77,7 +79,7 @@ impl InMemoryStore {
             return Err(StoreError::IsADirectory { path: path.clone() });
         }
         match inner.root.lookup(path.components()) {
-            Lookup::Found(Node::File { data, version }) => Ok((Arc::clone(data), *version)),
+            Lookup::Found(Node::File { data, version, .. }) => Ok((Arc::clone(data), *version)),
             Lookup::Found(Node::Dir(_)) => Err(StoreError::IsADirectory { path: path.clone() }),
             _ => Err(StoreError::NotFound { path: path.clone() }),
         }
@@ -141,13 +143,15 @@ fn parent_error(path: &MemoryPath, depth: usize) -> StoreError {
 
 fn metadata(node: &Node) -> Metadata {
     match node {
-        Node::File { data, .. } => Metadata {
+        Node::File { data, modified, .. } => Metadata {
             kind: EntryKind::File,
             len: data.len() as u64,
+            modified: Some(*modified),
         },
         Node::Dir(_) => Metadata {
             kind: EntryKind::Directory,
             len: 0,
+            modified: None,
         },
     }
 }
@@ -224,6 +228,7 @@ impl MemoryStore for InMemoryStore {
             Node::File {
                 data: Arc::from(data),
                 version,
+                modified: SystemTime::now(),
             },
         );
         Ok(Version::new(u128::from(version)))
@@ -250,6 +255,7 @@ impl MemoryStore for InMemoryStore {
                     name: name.clone(),
                     kind: m.kind,
                     len: m.len,
+                    modified: m.modified,
                 }
             })
             .collect())

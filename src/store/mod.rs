@@ -11,6 +11,7 @@ mod memory;
 
 use std::io::Read;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 pub use error::{StoreError, StoreResult};
 #[cfg(unix)]
@@ -55,6 +56,8 @@ pub struct Metadata {
     pub kind: EntryKind,
     /// Byte length for files, 0 for directories.
     pub len: u64,
+    /// When a file's content was last written, if the backend knows.
+    pub modified: Option<SystemTime>,
 }
 
 /// One child in a [`MemoryStore::list`] result.
@@ -66,6 +69,8 @@ pub struct DirEntry {
     pub kind: EntryKind,
     /// Byte length for files, 0 for directories.
     pub len: u64,
+    /// When a file's content was last written, if the backend knows.
+    pub modified: Option<SystemTime>,
 }
 
 /// A file's content and the version it was read at.
