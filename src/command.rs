@@ -10,6 +10,16 @@ use serde_json::{Map, Value};
 
 use crate::render;
 
+/// The six command names, as the model spells them.
+pub(crate) const COMMANDS: [&str; 6] = [
+    "view",
+    "create",
+    "str_replace",
+    "insert",
+    "delete",
+    "rename",
+];
+
 /// One memory tool call, as Claude sends it in a `tool_use` block's `input`.
 ///
 /// Paths are raw strings here; `dispatch` validates them into

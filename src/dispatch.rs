@@ -2,14 +2,18 @@
 //! on top of the store's primitives, so every backend answers alike.
 
 use std::io::Read;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::command::Command;
+use crate::audit::{AuditEvent, AuditSink};
+use crate::command::{COMMANDS, Command};
 use crate::config::{Config, CreatePolicy};
 use crate::lines;
 use crate::numbered::Numberer;
 use crate::path::MemoryPath;
+use crate::policy::{ContentPolicy, Decision};
 use crate::render;
 use crate::result::{Content, ImageFormat, ToolResult};
 use crate::store::{EntryKind, FileReader, MemoryStore, StoreError, WriteMode};
@@ -30,10 +34,25 @@ const EDIT_ATTEMPTS: usize = 8;
 /// Cheap to share: all methods take `&self`, and it is `Send + Sync` when
 /// the store is, so one handler can serve many threads (or
 /// `tokio::task::spawn_blocking` calls).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct MemoryTool<S> {
     store: S,
     config: Config,
+    policy: Option<Arc<dyn ContentPolicy>>,
+    audit: Option<Arc<dyn AuditSink>>,
+    tenant: Option<String>,
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for MemoryTool<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryTool")
+            .field("store", &self.store)
+            .field("config", &self.config)
+            .field("policy", &self.policy.is_some())
+            .field("audit", &self.audit.is_some())
+            .field("tenant", &self.tenant)
+            .finish()
+    }
 }
 
 /// The narrowest size column (`0B`) and its tab: rows are kept while a
@@ -77,7 +96,33 @@ impl<S: MemoryStore> MemoryTool<S> {
 
     /// A handler with the given limits and policies.
     pub fn with_config(store: S, config: Config) -> Self {
-        MemoryTool { store, config }
+        MemoryTool {
+            store,
+            config,
+            policy: None,
+            audit: None,
+            tenant: None,
+        }
+    }
+
+    /// Checks the new content of every write with `policy` (see
+    /// [`SecretDetector`](crate::policy::SecretDetector)).
+    pub fn with_policy(mut self, policy: impl ContentPolicy + 'static) -> Self {
+        self.policy = Some(Arc::new(policy));
+        self
+    }
+
+    /// Sends an [`AuditEvent`](crate::audit::AuditEvent) for every call to
+    /// `sink`.
+    pub fn with_audit(mut self, sink: impl AuditSink + 'static) -> Self {
+        self.audit = Some(Arc::new(sink));
+        self
+    }
+
+    /// Labels audit events with a tenant.
+    pub fn with_tenant_label(mut self, tenant: impl Into<String>) -> Self {
+        self.tenant = Some(tenant.into());
+        self
     }
 
     /// The store this handler runs against.
@@ -123,6 +168,7 @@ impl<S: MemoryStore> MemoryTool<S> {
 
     /// Runs an already-parsed command.
     pub fn execute(&self, command: &Command) -> ToolResult {
+        let started = Instant::now();
         let outcome = match command {
             Command::View { path, view_range } => self.view(path, *view_range),
             Command::Create { path, file_text } => self.create(path, file_text),
@@ -139,10 +185,40 @@ impl<S: MemoryStore> MemoryTool<S> {
             Command::Delete { path } => self.delete(path),
             Command::Rename { old_path, new_path } => self.rename(old_path, new_path),
         };
-        match outcome {
+        let result = match outcome {
             Ok(content) => ToolResult::ok(content),
             Err(text) => ToolResult::error(text),
+        };
+        if let Some(sink) = &self.audit {
+            let (path, new_path, sent) = match command {
+                Command::View { path, .. } | Command::Delete { path } => (path, None, 0),
+                Command::Create { path, file_text } => (path, None, file_text.len()),
+                Command::StrReplace { path, new_str, .. } => {
+                    (path, None, new_str.as_deref().map_or(0, str::len))
+                }
+                Command::Insert {
+                    path, insert_text, ..
+                } => (path, None, insert_text.len()),
+                Command::Rename { old_path, new_path } => (old_path, Some(new_path.as_str()), 0),
+            };
+            let returned = match (command, result.content.first()) {
+                (Command::View { .. }, Some(Content::Text(t))) => t.len(),
+                (Command::View { .. }, Some(Content::Image { data, .. })) => data.len(),
+                _ => 0,
+            };
+            let text = sink.include_content().then(|| result.text()).flatten();
+            sink.record(&AuditEvent {
+                command: Some(command.name()),
+                path: Some(path),
+                new_path,
+                is_error: result.is_error,
+                bytes: (sent + returned) as u64,
+                duration: started.elapsed(),
+                tenant: self.tenant.as_deref(),
+                result_text: text,
+            });
         }
+        result
     }
 
     fn dispatch_input(&self, input: &Value) -> ToolResult {
@@ -151,7 +227,23 @@ impl<S: MemoryStore> MemoryTool<S> {
         };
         match Command::from_input(object) {
             Ok(command) => self.execute(&command),
-            Err(text) => ToolResult::error(text),
+            Err(text) => {
+                let result = ToolResult::error(text);
+                if let Some(sink) = &self.audit {
+                    let command = object.get("command").and_then(Value::as_str);
+                    sink.record(&AuditEvent {
+                        command: command.filter(|c| COMMANDS.contains(c)),
+                        path: None,
+                        new_path: None,
+                        is_error: true,
+                        bytes: 0,
+                        duration: Duration::ZERO,
+                        tenant: self.tenant.as_deref(),
+                        result_text: sink.include_content().then(|| result.text()).flatten(),
+                    });
+                }
+                result
+            }
         }
     }
 
@@ -342,6 +434,8 @@ impl<S: MemoryStore> MemoryTool<S> {
         if path.has_trailing_slash() {
             return Err(render::ends_in_slash(raw));
         }
+        let file_text = self.apply_policy(&path, file_text.into())?;
+        let file_text = file_text.as_ref();
         let size = file_text.len() as u64;
         self.check_file_size(raw, size)?;
         let mode = match self.config.create_policy {
@@ -468,6 +562,7 @@ impl<S: MemoryStore> MemoryTool<S> {
             })?;
             let text = std::str::from_utf8(&file.data).map_err(|_| render::not_utf8(raw))?;
             let (edited, extra) = change(text)?;
+            let edited = self.apply_policy(path, edited.into())?.into_owned();
             let size = edited.len() as u64;
             self.check_file_size(raw, size)?;
             if self.config.max_store_size.is_some() {
@@ -532,6 +627,23 @@ impl<S: MemoryStore> MemoryTool<S> {
                 };
                 Err(render::storage_failure(&e, shown))
             }
+        }
+    }
+
+    /// The content policy's verdict on a write: the text to write, or the
+    /// model-facing refusal.
+    fn apply_policy<'t>(
+        &self,
+        path: &MemoryPath,
+        text: std::borrow::Cow<'t, str>,
+    ) -> Result<std::borrow::Cow<'t, str>, String> {
+        let Some(policy) = &self.policy else {
+            return Ok(text);
+        };
+        match policy.check(path, &text) {
+            Decision::Allow => Ok(text),
+            Decision::Reject(reason) => Err(render::policy_refused(path.as_str(), &reason)),
+            Decision::Redact(redacted) => Ok(redacted.into()),
         }
     }
 

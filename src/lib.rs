@@ -71,18 +71,22 @@
 pub mod api;
 #[cfg(feature = "tokio")]
 mod async_tool;
+pub mod audit;
 mod base64;
 pub mod bridge;
 mod command;
 mod config;
 pub mod conformance;
 mod dispatch;
+pub mod expiry;
 mod lines;
 mod numbered;
 pub mod path;
+pub mod policy;
 mod render;
 mod result;
 pub mod store;
+pub mod tenant;
 
 pub use api::{ToolResultBlock, ToolUseBlock, tool_definition_with_cache_control};
 #[cfg(feature = "tokio")]
@@ -96,6 +100,7 @@ pub use result::{Content, ImageFormat, ToolResult};
 #[cfg(unix)]
 pub use store::FilesystemStore;
 pub use store::{InMemoryStore, MemoryStore, StoreError};
+pub use tenant::{TenantId, TenantStore};
 
 /// The tool definition to put in a Messages API request's `tools`:
 /// `{"type": "memory_20250818", "name": "memory"}`. The API supplies the

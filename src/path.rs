@@ -195,6 +195,24 @@ impl MemoryPath {
             && self.components.starts_with(&other.components)
     }
 
+    /// `/memories/<prefix>/…` for this path (tenant stores), spelled in
+    /// normalised form.
+    pub(crate) fn with_prefix(&self, prefix: &str) -> MemoryPath {
+        let mut components = Vec::with_capacity(self.components.len() + 1);
+        components.push(prefix.to_owned());
+        components.extend(self.components.iter().cloned());
+        Self::from_components(components)
+    }
+
+    /// The inverse of [`with_prefix`](Self::with_prefix); a path outside
+    /// the prefix is returned as it is.
+    pub(crate) fn strip_prefix(&self, prefix: &str) -> MemoryPath {
+        match self.components.split_first() {
+            Some((first, rest)) if first == prefix => Self::from_components(rest.to_vec()),
+            _ => self.clone(),
+        }
+    }
+
     fn from_components(components: Vec<String>) -> Self {
         let mut p = MemoryPath {
             raw: String::new(),

@@ -232,6 +232,12 @@ pub(crate) fn rename_parent_is_file(old_path: &str, new_path: &str, parent: &str
     format!("Error: Cannot move {old_path} to {new_path}: {parent} is a file, not a directory")
 }
 
+// ---- content policy -------------------------------------------------------
+
+pub(crate) fn policy_refused(path: &str, reason: &str) -> String {
+    format!("Error: Nothing was written to {path}: {reason}")
+}
+
 // ---- limits (§5) ----------------------------------------------------------
 
 pub(crate) fn file_too_large(path: &str, size: u64, limit: u64) -> String {

@@ -1,0 +1,215 @@
+//! Per-tenant stores: each user's (or project's) memories in their own
+//! `/memories`, isolated from every other tenant's.
+
+use std::path::{Path, PathBuf};
+
+use crate::path::MemoryPath;
+use crate::store::{
+    DirEntry, FileContent, FileReader, MemoryStore, Metadata, StoreError, StoreResult, Version,
+    WriteMode,
+};
+
+/// Longest tenant id, in bytes.
+pub const MAX_TENANT_ID_BYTES: usize = 64;
+
+/// A tenant id checked as strictly as a path: 1 to 64 ASCII letters,
+/// digits, `_`, `-` or `.`, not starting with `.`. It is safe as a
+/// directory name and as a path component.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TenantId(String);
+
+/// Why a tenant id was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TenantError {
+    /// The id was empty.
+    #[error("the tenant id is empty")]
+    Empty,
+    /// Longer than [`MAX_TENANT_ID_BYTES`].
+    #[error("the tenant id is longer than 64 bytes")]
+    TooLong,
+    /// A character outside `[A-Za-z0-9_.-]`.
+    #[error("the tenant id may only hold ASCII letters, digits, '_', '-' and '.'")]
+    InvalidCharacter,
+    /// Starts with `.` (hidden names, `.`, `..`).
+    #[error("the tenant id must not start with '.'")]
+    LeadingDot,
+}
+
+impl TenantId {
+    /// Validates a tenant id.
+    pub fn parse(id: &str) -> Result<Self, TenantError> {
+        if id.is_empty() {
+            return Err(TenantError::Empty);
+        }
+        if id.len() > MAX_TENANT_ID_BYTES {
+            return Err(TenantError::TooLong);
+        }
+        if !id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        {
+            return Err(TenantError::InvalidCharacter);
+        }
+        if id.starts_with('.') {
+            return Err(TenantError::LeadingDot);
+        }
+        Ok(TenantId(id.to_owned()))
+    }
+
+    /// The id.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// `base/<id>`: a directory of its own for a [`FilesystemStore`]
+    /// (`crate::FilesystemStore`) per tenant, each with its own lock.
+    pub fn dir_in(&self, base: &Path) -> PathBuf {
+        base.join(&self.0)
+    }
+}
+
+impl std::fmt::Display for TenantId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One tenant's store inside a shared base store: the tenant's
+/// `/memories/x` is the base's `/memories/<tenant>/x`. Paths are validated
+/// before they get here and hold no `..`, so a tenant can never name
+/// another tenant's files; errors name tenant-relative paths only.
+#[derive(Debug, Clone)]
+pub struct TenantStore<S> {
+    base: S,
+    tenant: TenantId,
+}
+
+impl<S: MemoryStore> TenantStore<S> {
+    /// The store of `tenant` inside `base`.
+    pub fn new(base: S, tenant: TenantId) -> Self {
+        TenantStore { base, tenant }
+    }
+
+    /// The tenant.
+    pub fn tenant(&self) -> &TenantId {
+        &self.tenant
+    }
+
+    /// The base store.
+    pub fn base(&self) -> &S {
+        &self.base
+    }
+
+    fn inner(&self, path: &MemoryPath) -> MemoryPath {
+        path.with_prefix(self.tenant.as_str())
+    }
+
+    /// Rewrites the base's paths in an error back to the tenant's view.
+    fn outer(&self, error: StoreError) -> StoreError {
+        let strip = |p: MemoryPath| p.strip_prefix(self.tenant.as_str());
+        match error {
+            StoreError::NotFound { path } => StoreError::NotFound { path: strip(path) },
+            StoreError::AlreadyExists { path } => StoreError::AlreadyExists { path: strip(path) },
+            StoreError::IsADirectory { path } => StoreError::IsADirectory { path: strip(path) },
+            StoreError::NotADirectory { path } => StoreError::NotADirectory { path: strip(path) },
+            StoreError::ParentNotDirectory { path, parent } => StoreError::ParentNotDirectory {
+                path: strip(path),
+                parent: strip(parent),
+            },
+            StoreError::Conflict { path } => StoreError::Conflict { path: strip(path) },
+            StoreError::Symlink { path } => StoreError::Symlink { path: strip(path) },
+            StoreError::TooLarge { path, len } => StoreError::TooLarge {
+                path: strip(path),
+                len,
+            },
+            StoreError::HardLink { path } => StoreError::HardLink { path: strip(path) },
+            StoreError::Invalid { path, reason } => StoreError::Invalid {
+                path: strip(path),
+                reason,
+            },
+            StoreError::Io { op, path, source } => StoreError::Io {
+                op,
+                path: strip(path),
+                source,
+            },
+            StoreError::Backend { path, source } => StoreError::Backend {
+                path: strip(path),
+                source,
+            },
+        }
+    }
+}
+
+impl<S: MemoryStore> MemoryStore for TenantStore<S> {
+    fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+        if path.is_root() {
+            return Ok(Some(Metadata {
+                kind: crate::store::EntryKind::Directory,
+                len: 0,
+                modified: None,
+            }));
+        }
+        self.base.stat(&self.inner(path)).map_err(|e| self.outer(e))
+    }
+
+    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+        self.base
+            .read(&self.inner(path), limit)
+            .map_err(|e| self.outer(e))
+    }
+
+    fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
+        self.base.open(&self.inner(path)).map_err(|e| self.outer(e))
+    }
+
+    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        if path.is_root() {
+            return Err(match mode {
+                WriteMode::Create => StoreError::AlreadyExists { path: path.clone() },
+                _ => StoreError::IsADirectory { path: path.clone() },
+            });
+        }
+        self.base
+            .write(&self.inner(path), data, mode)
+            .map_err(|e| self.outer(e))
+    }
+
+    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+        match self.base.list(&self.inner(dir)) {
+            // The tenant's root exists from the start, empty.
+            Err(StoreError::NotFound { .. }) if dir.is_root() => Ok(Vec::new()),
+            other => other.map_err(|e| self.outer(e)),
+        }
+    }
+
+    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+        if path.is_root() {
+            return Err(StoreError::Invalid {
+                path: path.clone(),
+                reason: "the root cannot be deleted",
+            });
+        }
+        self.base
+            .delete(&self.inner(path))
+            .map_err(|e| self.outer(e))
+    }
+
+    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        if from.is_root() {
+            return Err(StoreError::Invalid {
+                path: from.clone(),
+                reason: "cannot move the root",
+            });
+        }
+        if to.is_root() {
+            return Err(StoreError::AlreadyExists { path: to.clone() });
+        }
+        self.base
+            .rename(&self.inner(from), &self.inner(to))
+            .map_err(|e| self.outer(e))
+    }
+
+    // `total_size` is deliberately not forwarded: the default walks this
+    // tenant's files only.
+}
