@@ -39,3 +39,13 @@ pub trait AuditSink: Send + Sync {
         false
     }
 }
+
+impl<T: AuditSink + ?Sized> AuditSink for std::sync::Arc<T> {
+    fn record(&self, event: &AuditEvent<'_>) {
+        (**self).record(event)
+    }
+
+    fn include_content(&self) -> bool {
+        (**self).include_content()
+    }
+}

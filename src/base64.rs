@@ -23,9 +23,40 @@ pub(crate) fn encode(data: &[u8]) -> String {
     out
 }
 
+/// Decodes standard base64 (padding optional, no whitespace).
+pub(crate) fn decode(text: &str) -> Option<Vec<u8>> {
+    let text = text.trim_end_matches('=');
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let mut acc = 0u32;
+    let mut bits = 0;
+    for c in text.bytes() {
+        let v = ALPHABET.iter().position(|&a| a == c)? as u32;
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    (bits < 6 && acc == 0).then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::encode;
+    use super::{decode, encode};
+
+    #[test]
+    fn decoding_inverts_encoding() {
+        for len in 0..40 {
+            let data: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+            assert_eq!(decode(&encode(&data)), Some(data));
+        }
+        assert_eq!(decode("Zm9v"), Some(b"foo".to_vec()));
+        assert_eq!(decode("Zg=="), Some(b"f".to_vec()));
+        assert_eq!(decode("Z!=="), None);
+        assert_eq!(decode("Zh=="), None); // stray bits
+    }
 
     #[test]
     fn rfc4648_vectors() {

@@ -72,6 +72,7 @@ pub mod api;
 #[cfg(feature = "tokio")]
 mod async_tool;
 pub mod audit;
+pub mod backup;
 mod base64;
 pub mod bridge;
 mod command;

@@ -154,12 +154,18 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
     }
 
     fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+        if path.is_root() {
+            return Err(StoreError::IsADirectory { path: path.clone() });
+        }
         self.base
             .read(&self.inner(path), limit)
             .map_err(|e| self.outer(e))
     }
 
     fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
+        if path.is_root() {
+            return Err(StoreError::IsADirectory { path: path.clone() });
+        }
         self.base.open(&self.inner(path)).map_err(|e| self.outer(e))
     }
 

@@ -33,3 +33,43 @@ mod filesystem_without_openat2 {
         run(&store);
     });
 }
+
+/// A tenant's store over a base shared with another tenant, whose files
+/// must never show through.
+mod tenant_over_in_memory {
+    use std::sync::Arc;
+
+    use claude_memory::store::WriteMode;
+    use claude_memory::{InMemoryStore, MemoryPath, MemoryStore, TenantId, TenantStore};
+
+    claude_memory::conformance_tests!(|run| {
+        let base = Arc::new(InMemoryStore::new());
+        let other = TenantStore::new(Arc::clone(&base), TenantId::parse("bob").expect("id"));
+        let p = MemoryPath::parse("/memories/bob-secret.md").expect("path");
+        other
+            .write(&p, b"bob's", WriteMode::Create)
+            .expect("bob's file");
+        run(&TenantStore::new(
+            base,
+            TenantId::parse("alice").expect("id"),
+        ));
+    });
+}
+
+mod tenant_over_filesystem {
+    use claude_memory::{FilesystemStore, TenantId, TenantStore};
+
+    claude_memory::conformance_tests!(|run| {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let base = FilesystemStore::builder(dir.path())
+            .durable(false)
+            .open()
+            .expect("open");
+        std::fs::create_dir_all(dir.path().join("bob")).expect("bob");
+        std::fs::write(dir.path().join("bob/secret.md"), "bob's").expect("bob's file");
+        run(&TenantStore::new(
+            base,
+            TenantId::parse("alice").expect("id"),
+        ));
+    });
+}
