@@ -29,12 +29,19 @@ fn help_everywhere_and_clear_usage_errors() {
     for c in ["serve", "view", "export", "import", "prune", "stats"] {
         let o = cli(&[c, "--help"]);
         assert!(o.status.success(), "{c}");
-        assert!(stdout(&o).starts_with(&format!("Usage: claude-memory --root DIR {c}")), "{c}: {}", stdout(&o));
+        assert!(
+            stdout(&o).starts_with(&format!("Usage: claude-memory --root DIR {c}")),
+            "{c}: {}",
+            stdout(&o)
+        );
         assert_eq!(stdout(&cli(&["help", c])), stdout(&o));
     }
     let o = cli(&["frobnicate"]);
     assert_eq!(o.status.code(), Some(2));
-    assert_eq!(stderr(&o), "claude-memory: unknown command `frobnicate`\nRun `claude-memory --help` for usage.\n");
+    assert_eq!(
+        stderr(&o),
+        "claude-memory: unknown command `frobnicate`\nRun `claude-memory --help` for usage.\n"
+    );
     let o = cli(&["stats"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--root DIR (or CLAUDE_MEMORY_DIR) is required"));
@@ -80,31 +87,74 @@ fn serve_view_stats_export_import_prune() {
         stdout(&o),
         "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n16B\t/memories\n6B\t/memories/a.md\n10B\t/memories/old/\n10B\t/memories/old/b.md\n"
     );
-    let o = cli(&["--root", root_s, "view", "/memories/old/b.md", "--range", "1:-1"]);
-    assert_eq!(stdout(&o), "Here's the content of /memories/old/b.md with line numbers:\n     1\tbeta beta\n");
+    let o = cli(&[
+        "--root",
+        root_s,
+        "view",
+        "/memories/old/b.md",
+        "--range",
+        "1:-1",
+    ]);
+    assert_eq!(
+        stdout(&o),
+        "Here's the content of /memories/old/b.md with line numbers:\n     1\tbeta beta\n"
+    );
     let o = cli(&["--root", root_s, "view", "/memories/nope"]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(stderr(&o), "The path /memories/nope does not exist. Please provide a valid path.\n");
+    assert_eq!(
+        stderr(&o),
+        "The path /memories/nope does not exist. Please provide a valid path.\n"
+    );
 
     let o = cli(&["--root", root_s, "stats"]);
     assert!(o.status.success());
     let s = stdout(&o);
-    assert!(s.starts_with("files: 2\nbytes: 16 (16B)\nlargest: /memories/old/b.md (10B)\noldest: "), "{s}");
+    assert!(
+        s.starts_with("files: 2\nbytes: 16 (16B)\nlargest: /memories/old/b.md (10B)\noldest: "),
+        "{s}"
+    );
 
     let export = dir.path().join("backup.json");
-    let o = cli(&["--root", root_s, "export", "--output", export.to_str().expect("utf8")]);
+    let o = cli(&[
+        "--root",
+        root_s,
+        "export",
+        "--output",
+        export.to_str().expect("utf8"),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let copy = dir.path().join("copy");
     let copy_s = copy.to_str().expect("utf8");
     let o = cli(&["--root", copy_s, "import", export.to_str().expect("utf8")]);
     assert_eq!(stdout(&o), "imported 2 files\n");
-    assert_eq!(std::fs::read_to_string(copy.join("old/b.md")).expect("copied"), "beta beta\n");
+    assert_eq!(
+        std::fs::read_to_string(copy.join("old/b.md")).expect("copied"),
+        "beta beta\n"
+    );
     let o = cli(&["--root", copy_s, "import", export.to_str().expect("utf8")]);
-    assert_eq!(o.status.code(), Some(1), "importing over existing files is refused");
-    assert!(cli(&["--root", copy_s, "import", export.to_str().expect("utf8"), "--overwrite"]).status.success());
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "importing over existing files is refused"
+    );
+    assert!(
+        cli(&[
+            "--root",
+            copy_s,
+            "import",
+            export.to_str().expect("utf8"),
+            "--overwrite"
+        ])
+        .status
+        .success()
+    );
 
-    let f = std::fs::File::options().write(true).open(root.join("old/b.md")).expect("open");
-    f.set_modified(SystemTime::now() - Duration::from_secs(40 * 86_400)).expect("backdate");
+    let f = std::fs::File::options()
+        .write(true)
+        .open(root.join("old/b.md"))
+        .expect("open");
+    f.set_modified(SystemTime::now() - Duration::from_secs(40 * 86_400))
+        .expect("backdate");
     let o = cli(&["--root", root_s, "prune", "--older-than", "30d"]);
     assert!(o.status.success());
     assert_eq!(
