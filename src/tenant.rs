@@ -62,8 +62,8 @@ impl TenantId {
         &self.0
     }
 
-    /// `base/<id>`: a directory of its own for a [`FilesystemStore`]
-    /// (`crate::FilesystemStore`) per tenant, each with its own lock.
+    /// `base/<id>`: a directory of its own for a `FilesystemStore` per
+    /// tenant, each with its own lock.
     pub fn dir_in(&self, base: &Path) -> PathBuf {
         base.join(&self.0)
     }
