@@ -26,8 +26,10 @@ const READ_CHUNK: usize = 64 * 1024;
 const MIN_SHOWN_LINE_BYTES: u64 = 1024 * 1024;
 
 /// How often an edit is recomputed when another writer changed the file
-/// between its read and its compare-and-swap write.
-const EDIT_ATTEMPTS: usize = 8;
+/// between its read and its compare-and-swap write. Between attempts the
+/// edit backs off (exponentially, with jitter) so contending writers spread
+/// out instead of colliding again.
+const EDIT_ATTEMPTS: u32 = 12;
 
 /// The memory tool handler: runs Claude's memory commands against a store.
 ///
@@ -553,7 +555,10 @@ impl<S: MemoryStore> MemoryTool<S> {
         change: impl Fn(&str) -> Result<(String, T), String>,
     ) -> Result<(String, T), String> {
         let raw = path.as_str();
-        for _ in 0..EDIT_ATTEMPTS {
+        for attempt in 0..EDIT_ATTEMPTS {
+            if attempt > 0 {
+                backoff(attempt);
+            }
             let limit = self.config.max_file_size;
             let file = self.store.read(path, limit).map_err(|e| match e {
                 StoreError::NotFound { .. } | StoreError::IsADirectory { .. } => missing(raw),
@@ -688,6 +693,16 @@ fn match_lines(text: &str, needle: &str) -> Vec<usize> {
         }
     }
     lines
+}
+
+/// Sleeps before retry `attempt` of a contended edit: 100 µs doubling per
+/// attempt, capped at 20 ms, times a random factor in [0.5, 1.5).
+fn backoff(attempt: u32) {
+    use std::hash::{BuildHasher, RandomState};
+    let base = Duration::from_micros(100).saturating_mul(1 << attempt.min(8));
+    let base = base.min(Duration::from_millis(20));
+    let jitter = RandomState::new().hash_one(attempt) % 1000; // 0..1000
+    std::thread::sleep(base / 2 + base.mul_f64(jitter as f64 / 1000.0));
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.

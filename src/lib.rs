@@ -100,6 +100,10 @@ pub use render::human_size;
 pub use result::{Content, ImageFormat, ToolResult};
 #[cfg(unix)]
 pub use store::FilesystemStore;
+#[cfg(feature = "postgres")]
+pub use store::PostgresStore;
+#[cfg(feature = "sqlite")]
+pub use store::SqliteStore;
 pub use store::{InMemoryStore, MemoryStore, StoreError};
 pub use tenant::{TenantId, TenantStore};
 

@@ -73,3 +73,65 @@ mod tenant_over_filesystem {
         ));
     });
 }
+
+#[cfg(feature = "sqlite")]
+mod sqlite_in_memory {
+    claude_memory::conformance_tests!(|run| run(
+        &claude_memory::SqliteStore::open_in_memory().expect("sqlite")
+    ));
+}
+
+#[cfg(feature = "sqlite")]
+mod sqlite_file_with_other_tenant {
+    use claude_memory::store::WriteMode;
+    use claude_memory::{MemoryPath, MemoryStore, SqliteStore, TenantId};
+
+    claude_memory::conformance_tests!(|run| {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let db = SqliteStore::open(dir.path().join("memory.db")).expect("sqlite");
+        let bob = db.for_tenant(&TenantId::parse("bob").expect("id"));
+        let p = MemoryPath::parse("/memories/bob/secret.md").expect("path");
+        bob.write(&p, b"bob's", WriteMode::Create)
+            .expect("bob's file");
+        run(&db.for_tenant(&TenantId::parse("alice").expect("id")));
+    });
+}
+
+/// PostgreSQL: each case on a fresh tenant of the test database. Skipped
+/// (with a printed reason) without CLAUDE_MEMORY_TEST_POSTGRES_URL, unless
+/// CLAUDE_MEMORY_REQUIRE_POSTGRES is set, as in CI.
+#[cfg(feature = "postgres")]
+mod postgres {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use claude_memory::{PostgresStore, TenantId};
+
+    static N: AtomicU64 = AtomicU64::new(0);
+
+    pub fn fresh() -> Option<PostgresStore> {
+        let Ok(url) = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL") else {
+            assert!(
+                std::env::var_os("CLAUDE_MEMORY_REQUIRE_POSTGRES").is_none(),
+                "CLAUDE_MEMORY_REQUIRE_POSTGRES is set but CLAUDE_MEMORY_TEST_POSTGRES_URL is not"
+            );
+            eprintln!("skipped: set CLAUDE_MEMORY_TEST_POSTGRES_URL to run the PostgreSQL tests");
+            return None;
+        };
+        let store = PostgresStore::connect(&url, 4).expect("connect to the test database");
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let id = format!(
+            "t{}-{}-{nanos}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        Some(store.for_tenant(&TenantId::parse(&id).expect("tenant id")))
+    }
+
+    claude_memory::conformance_tests!(|run| {
+        if let Some(store) = fresh() {
+            run(&store);
+        }
+    });
+}

@@ -13,10 +13,19 @@ fn run_everywhere(script: &[Value]) -> Vec<(&'static str, Vec<String>)> {
         .durable(false)
         .open()
         .expect("open store");
-    let stores: Vec<(&'static str, Box<dyn MemoryStore>)> = vec![
+    #[allow(unused_mut)]
+    let mut stores: Vec<(&'static str, Box<dyn MemoryStore>)> = vec![
         ("in-memory", Box::new(InMemoryStore::new())),
         ("filesystem", Box::new(fs)),
     ];
+    #[cfg(feature = "sqlite")]
+    stores.push((
+        "sqlite",
+        Box::new(claude_memory::SqliteStore::open(dir.path().join("memory.db")).expect("sqlite")),
+    ));
+    if let Some(store) = postgres_store() {
+        stores.push(("postgres", store));
+    }
     let runs: Vec<(&'static str, Vec<String>)> = stores
         .into_iter()
         .map(|(name, store)| {
@@ -41,6 +50,26 @@ fn run_everywhere(script: &[Value]) -> Vec<(&'static str, Vec<String>)> {
         }
     }
     runs
+}
+
+/// A fresh tenant in the test PostgreSQL database, when there is one.
+fn postgres_store() -> Option<Box<dyn MemoryStore>> {
+    #[cfg(feature = "postgres")]
+    {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let url = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL").ok()?;
+        let store = claude_memory::PostgresStore::connect(&url, 2).expect("postgres");
+        let tenant = format!(
+            "diff-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let id = claude_memory::TenantId::parse(&tenant).expect("tenant");
+        return Some(Box::new(store.for_tenant(&id)));
+    }
+    #[allow(unreachable_code)]
+    None
 }
 
 fn assert_identical(script: &[Value]) {

@@ -8,6 +8,10 @@ mod error;
 #[cfg(unix)]
 mod fs;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 
 use std::io::Read;
 use std::sync::Arc;
@@ -17,6 +21,10 @@ pub use error::{StoreError, StoreResult};
 #[cfg(unix)]
 pub use fs::{FilesystemStore, FilesystemStoreBuilder};
 pub use memory::InMemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresError, PostgresStore};
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteStore;
 
 use crate::path::MemoryPath;
 
