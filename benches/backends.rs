@@ -9,7 +9,9 @@ use serde_json::json;
 
 fn measure<S: MemoryStore>(name: &str, tool: MemoryTool<S>) {
     let n = 300;
-    let note = "- a remembered fact about the customer\n".repeat(20);
+    let note: String = (0..20)
+        .map(|k| format!("- remembered fact {k} about the customer\n"))
+        .collect();
     let rate = |start: Instant| n as f64 / start.elapsed().as_secs_f64();
     let start = Instant::now();
     for i in 0..n {
@@ -28,7 +30,7 @@ fn measure<S: MemoryStore>(name: &str, tool: MemoryTool<S>) {
     let view = rate(start);
     let start = Instant::now();
     for i in 0..n {
-        let r = tool.dispatch(&json!({"command": "str_replace", "path": format!("/memories/bench/f{i}.md"), "old_str": "fact about the customer\n-", "new_str": "FACT about the customer\n-"}));
+        let r = tool.dispatch(&json!({"command": "str_replace", "path": format!("/memories/bench/f{i}.md"), "old_str": "fact 7 about", "new_str": "FACT 7 about"}));
         assert!(!r.is_error, "{:?}", r.text());
     }
     let replace = rate(start);
