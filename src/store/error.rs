@@ -105,6 +105,16 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// [`StoreError::ParentNotDirectory`] for `path`, whose ancestor with
+    /// `depth` components is a file.
+    pub fn parent_not_directory(path: &MemoryPath, depth: usize) -> Self {
+        let parent = path.ancestors().nth(depth).unwrap_or_else(MemoryPath::root);
+        StoreError::ParentNotDirectory {
+            path: path.clone(),
+            parent,
+        }
+    }
+
     /// Wraps an I/O error with the operation and virtual path.
     pub fn io(op: &'static str, path: &MemoryPath, source: io::Error) -> Self {
         StoreError::Io {

@@ -291,7 +291,7 @@ impl FilesystemStore {
         };
         match self.walk(path, parents, true)? {
             (Parent::Dir(fd), made) => Ok((fd, made)),
-            (Parent::File(depth), _) => Err(parent_error(path, depth)),
+            (Parent::File(depth), _) => Err(StoreError::parent_not_directory(path, depth)),
             (Parent::Missing, _) => Err(StoreError::NotFound { path: path.clone() }),
         }
     }
@@ -445,7 +445,7 @@ impl MemoryStore for FilesystemStore {
         // Every check before anything is created, so a refused write leaves
         // no stray directories.
         let existing = match self.parent(path)? {
-            Parent::File(depth) => return Err(parent_error(path, depth)),
+            Parent::File(depth) => return Err(StoreError::parent_not_directory(path, depth)),
             Parent::Missing => Entry::Absent,
             Parent::Dir(dir) => {
                 entry_at(dir.as_fd(), name).map_err(|e| io_error("stat", path, e))?
@@ -586,7 +586,7 @@ impl MemoryStore for FilesystemStore {
             return Err(StoreError::AlreadyExists { path: to.clone() });
         };
         match self.parent(to)? {
-            Parent::File(depth) => return Err(parent_error(to, depth)),
+            Parent::File(depth) => return Err(StoreError::parent_not_directory(to, depth)),
             Parent::Dir(dir) => {
                 if !matches!(
                     entry_at(dir.as_fd(), to_name).map_err(|e| io_error("stat", to, e))?,
@@ -625,14 +625,6 @@ fn dir_flags() -> OFlags {
 
 fn io_error(op: &'static str, path: &MemoryPath, e: Errno) -> StoreError {
     StoreError::io(op, path, io::Error::from(e))
-}
-
-fn parent_error(path: &MemoryPath, depth: usize) -> StoreError {
-    let parent = path.ancestors().nth(depth).unwrap_or_else(MemoryPath::root);
-    StoreError::ParentNotDirectory {
-        path: path.clone(),
-        parent,
-    }
 }
 
 /// What is at `name` in `dir`, without following a link.

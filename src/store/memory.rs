@@ -133,14 +133,6 @@ impl Dir {
     }
 }
 
-fn parent_error(path: &MemoryPath, depth: usize) -> StoreError {
-    let parent = path.ancestors().nth(depth).unwrap_or_else(MemoryPath::root);
-    StoreError::ParentNotDirectory {
-        path: path.clone(),
-        parent,
-    }
-}
-
 fn metadata(node: &Node) -> Metadata {
     match node {
         Node::File { data, modified, .. } => Metadata {
@@ -199,7 +191,9 @@ impl MemoryStore for InMemoryStore {
             });
         }
         match (inner.root.lookup(path.components()), mode) {
-            (Lookup::ParentFile(depth), _) => return Err(parent_error(path, depth)),
+            (Lookup::ParentFile(depth), _) => {
+                return Err(StoreError::parent_not_directory(path, depth));
+            }
             (Lookup::Found(_), WriteMode::Create) => {
                 return Err(StoreError::AlreadyExists { path: path.clone() });
             }
@@ -222,7 +216,7 @@ impl MemoryStore for InMemoryStore {
         let parent = inner
             .root
             .parent_mut(path.components())
-            .ok_or_else(|| parent_error(path, 0))?;
+            .ok_or_else(|| StoreError::parent_not_directory(path, 0))?;
         parent.children.insert(
             name,
             Node::File {
@@ -295,7 +289,7 @@ impl MemoryStore for InMemoryStore {
         }
         match inner.root.lookup(to.components()) {
             Lookup::Found(_) => return Err(StoreError::AlreadyExists { path: to.clone() }),
-            Lookup::ParentFile(depth) => return Err(parent_error(to, depth)),
+            Lookup::ParentFile(depth) => return Err(StoreError::parent_not_directory(to, depth)),
             Lookup::Missing => {}
         }
         let from_name = from.name().unwrap_or_default();
@@ -308,7 +302,7 @@ impl MemoryStore for InMemoryStore {
         let parent = inner
             .root
             .parent_mut(to.components())
-            .ok_or_else(|| parent_error(to, 0))?;
+            .ok_or_else(|| StoreError::parent_not_directory(to, 0))?;
         parent.children.insert(to_name, node);
         Ok(())
     }

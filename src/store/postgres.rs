@@ -9,10 +9,10 @@
 //! every connection of every node; reads take no lock.
 
 use std::sync::{Condvar, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use postgres::{Client, NoTls, Transaction};
 
+use super::sql::{below, key, now_ms, to_time};
 use super::{
     DirEntry, EntryKind, FileContent, MemoryStore, Metadata, StoreError, StoreResult, Version,
     WriteMode,
@@ -245,24 +245,6 @@ impl PostgresStore {
     }
 }
 
-fn key(components: &[String]) -> String {
-    components.join("/")
-}
-
-fn below(p: &str) -> (String, String) {
-    (format!("{p}/"), format!("{p}0"))
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-fn to_time(ms: i64) -> Option<SystemTime> {
-    UNIX_EPOCH.checked_add(Duration::from_millis(u64::try_from(ms).ok()?))
-}
-
 fn row(
     c: &mut impl postgres::GenericClient,
     tenant: &str,
@@ -296,14 +278,6 @@ fn file_ancestor(
         }
     }
     Ok(None)
-}
-
-fn parent_error(path: &MemoryPath, depth: usize) -> StoreError {
-    let parent = path.ancestors().nth(depth).unwrap_or_else(MemoryPath::root);
-    StoreError::ParentNotDirectory {
-        path: path.clone(),
-        parent,
-    }
 }
 
 fn make_parents(
@@ -384,7 +358,7 @@ impl MemoryStore for PostgresStore {
         let comps = path.components();
         self.mutate(path, |tx| {
             if let Some(depth) = file_ancestor(tx, &self.tenant, comps)? {
-                return Err(parent_error(path, depth).into());
+                return Err(StoreError::parent_not_directory(path, depth).into());
             }
             match (row(tx, &self.tenant, &key(comps))?, mode) {
                 (Some(_), WriteMode::Create) => return Err(StoreError::AlreadyExists { path: path.clone() }.into()),
@@ -485,7 +459,7 @@ impl MemoryStore for PostgresStore {
             }
             let tc = to.components();
             if let Some(depth) = file_ancestor(tx, &self.tenant, tc)? {
-                return Err(parent_error(to, depth).into());
+                return Err(StoreError::parent_not_directory(to, depth).into());
             }
             make_parents(tx, &self.tenant, tc)?;
             let (lo, hi) = below(&fk);

@@ -8,10 +8,11 @@
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
+use super::sql::{below, key, now_ms, to_time};
 use super::{
     DirEntry, EntryKind, FileContent, MemoryStore, Metadata, StoreError, StoreResult, Version,
     WriteMode,
@@ -161,21 +162,6 @@ impl Fail {
     }
 }
 
-/// `a/b/c` for `/memories/a/b/c`; `""` for the root.
-fn key(components: &[String]) -> String {
-    components.join("/")
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-fn to_time(ms: i64) -> Option<SystemTime> {
-    UNIX_EPOCH.checked_add(Duration::from_millis(u64::try_from(ms).ok()?))
-}
-
 fn row(conn: &Connection, tenant: &str, path: &str) -> rusqlite::Result<Option<Row>> {
     conn.query_row(
         "SELECT is_dir, len, version, modified_ms FROM claude_memory_entries WHERE tenant = ?1 AND path = ?2",
@@ -210,14 +196,6 @@ fn file_ancestor(
     Ok(None)
 }
 
-fn parent_error(path: &MemoryPath, depth: usize) -> StoreError {
-    let parent = path.ancestors().nth(depth).unwrap_or_else(MemoryPath::root);
-    StoreError::ParentNotDirectory {
-        path: path.clone(),
-        parent,
-    }
-}
-
 /// Inserts the missing directories above `components`' last one.
 fn make_parents(tx: &Connection, tenant: &str, components: &[String]) -> rusqlite::Result<()> {
     let now = now_ms();
@@ -237,12 +215,6 @@ fn next_version(tx: &Connection) -> rusqlite::Result<i64> {
         [],
         |r| r.get(0),
     )
-}
-
-/// `path > "p/"` and `< "p0"` selects everything below `p` (`'0'` follows
-/// `'/'`), in byte order.
-fn below(p: &str) -> (String, String) {
-    (format!("{p}/"), format!("{p}0"))
 }
 
 impl MemoryStore for SqliteStore {
@@ -308,7 +280,7 @@ impl MemoryStore for SqliteStore {
         let comps = path.components();
         self.mutate(path, |tx| {
             if let Some(depth) = file_ancestor(tx, &self.tenant, comps)? {
-                return Err(parent_error(path, depth).into());
+                return Err(StoreError::parent_not_directory(path, depth).into());
             }
             let existing = row(tx, &self.tenant, &key(comps))?;
             match (existing, mode) {
@@ -404,7 +376,7 @@ impl MemoryStore for SqliteStore {
             }
             let tc = to.components();
             if let Some(depth) = file_ancestor(tx, &self.tenant, tc)? {
-                return Err(parent_error(to, depth).into());
+                return Err(StoreError::parent_not_directory(to, depth).into());
             }
             make_parents(tx, &self.tenant, tc)?;
             let (lo, hi) = below(&fk);
