@@ -16,7 +16,7 @@ use crate::path::MemoryPath;
 use crate::policy::{ContentPolicy, Decision};
 use crate::render;
 use crate::result::{Content, ImageFormat, ToolResult};
-use crate::store::{EntryKind, FileReader, MemoryStore, StoreError, WriteMode};
+use crate::store::{Abort, EntryKind, FileReader, MemoryStore, StoreError, Updated, WriteMode};
 
 /// Bytes read from a file at a time while viewing it.
 const READ_CHUNK: usize = 64 * 1024;
@@ -24,12 +24,6 @@ const READ_CHUNK: usize = 64 * 1024;
 /// A shown line is cut after this many bytes (or `max_file_size`, if
 /// larger), so one huge line cannot exhaust memory.
 const MIN_SHOWN_LINE_BYTES: u64 = 1024 * 1024;
-
-/// How often an edit is recomputed when another writer changed the file
-/// between its read and its compare-and-swap write. Between attempts the
-/// edit backs off (exponentially, with jitter) so contending writers spread
-/// out instead of colliding again.
-const EDIT_ATTEMPTS: u32 = 12;
 
 /// The memory tool handler: runs Claude's memory commands against a store.
 ///
@@ -555,37 +549,50 @@ impl<S: MemoryStore> MemoryTool<S> {
         change: impl Fn(&str) -> Result<(String, T), String>,
     ) -> Result<(String, T), String> {
         let raw = path.as_str();
-        for attempt in 0..EDIT_ATTEMPTS {
-            if attempt > 0 {
-                backoff(attempt);
-            }
-            let limit = self.config.max_file_size;
-            let file = self.store.read(path, limit).map_err(|e| match e {
-                StoreError::NotFound { .. } | StoreError::IsADirectory { .. } => missing(raw),
-                StoreError::TooLarge { len, .. } => render::too_large_to_edit(raw, len, limit),
-                e => render::storage_failure(&e, raw),
-            })?;
-            let text = std::str::from_utf8(&file.data).map_err(|_| render::not_utf8(raw))?;
-            let (edited, extra) = change(text)?;
-            let edited = self.apply_policy(path, edited.into())?.into_owned();
-            let size = edited.len() as u64;
-            self.check_file_size(raw, size)?;
-            if self.config.max_store_size.is_some() {
-                self.check_store_size(raw, file.data.len() as u64, size)?;
-            }
-            match self
-                .store
-                .write(path, edited.as_bytes(), WriteMode::Update(file.version))
-            {
-                Ok(_) => return Ok((edited, extra)),
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(StoreError::NotFound { .. } | StoreError::IsADirectory { .. }) => {
-                    return Err(missing(raw));
+        let limit = self.config.max_file_size;
+        // The store calls this once, or again on fresh content after a
+        // concurrent write; the last call's refusal or extra is the answer.
+        let mut refusal = None;
+        let mut extra = None;
+        let mut compute = |data: &[u8]| -> Result<Vec<u8>, Abort> {
+            let attempt = (|| {
+                let text = std::str::from_utf8(data).map_err(|_| render::not_utf8(raw))?;
+                let (edited, more) = change(text)?;
+                let edited = self.apply_policy(path, edited.into())?.into_owned();
+                let size = edited.len() as u64;
+                self.check_file_size(raw, size)?;
+                if self.config.max_store_size.is_some() {
+                    self.check_store_size(raw, data.len() as u64, size)?;
                 }
-                Err(e) => return Err(render::storage_failure(&e, raw)),
+                Ok::<_, String>((edited, more))
+            })();
+            match attempt {
+                Ok((edited, more)) => {
+                    extra = Some(more);
+                    Ok(edited.into_bytes())
+                }
+                Err(message) => {
+                    refusal = Some(message);
+                    Err(Abort)
+                }
             }
+        };
+        let outcome = self.store.update(path, limit, &mut compute);
+        match outcome {
+            Ok(Updated::Written(bytes)) => {
+                let text = String::from_utf8(bytes).map_err(|_| render::not_utf8(raw))?;
+                extra
+                    .map(|more| (text, more))
+                    .ok_or_else(|| render::edit_conflict(raw))
+            }
+            Ok(Updated::Aborted) => Err(refusal.unwrap_or_else(|| render::edit_conflict(raw))),
+            Err(StoreError::NotFound { .. } | StoreError::IsADirectory { .. }) => Err(missing(raw)),
+            Err(StoreError::TooLarge { len, .. }) => {
+                Err(render::too_large_to_edit(raw, len, limit))
+            }
+            Err(StoreError::Conflict { .. }) => Err(render::edit_conflict(raw)),
+            Err(e) => Err(render::storage_failure(&e, raw)),
         }
-        Err(render::edit_conflict(raw))
     }
 
     // ---- delete and rename ------------------------------------------------
@@ -693,16 +700,6 @@ fn match_lines(text: &str, needle: &str) -> Vec<usize> {
         }
     }
     lines
-}
-
-/// Sleeps before retry `attempt` of a contended edit: 100 µs doubling per
-/// attempt, capped at 20 ms, times a random factor in [0.5, 1.5).
-fn backoff(attempt: u32) {
-    use std::hash::{BuildHasher, RandomState};
-    let base = Duration::from_micros(100).saturating_mul(1 << attempt.min(8));
-    let base = base.min(Duration::from_millis(20));
-    let jitter = RandomState::new().hash_one(attempt) % 1000; // 0..1000
-    std::thread::sleep(base / 2 + base.mul_f64(jitter as f64 / 1000.0));
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use crate::path::MemoryPath;
 use crate::store::{
-    DirEntry, FileContent, FileReader, MemoryStore, Metadata, StoreError, StoreResult, Version,
-    WriteMode,
+    Change, DirEntry, FileContent, FileReader, MemoryStore, Metadata, StoreError, StoreResult,
+    Updated, Version, WriteMode,
 };
 
 /// Longest tenant id, in bytes.
@@ -213,6 +213,20 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
         }
         self.base
             .rename(&self.inner(from), &self.inner(to))
+            .map_err(|e| self.outer(e))
+    }
+
+    fn update(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        if path.is_root() {
+            return Err(StoreError::IsADirectory { path: path.clone() });
+        }
+        self.base
+            .update(&self.inner(path), limit, change)
             .map_err(|e| self.outer(e))
     }
 

@@ -31,8 +31,8 @@ use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::{
-    DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, StoreError, StoreResult,
-    Version, WriteMode,
+    Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, StoreError,
+    StoreResult, Updated, Version, WriteMode,
 };
 use crate::path::{MemoryPath, RESERVED_PREFIX};
 
@@ -481,6 +481,32 @@ impl MemoryStore for FilesystemStore {
             return Err(e);
         }
         Ok(content_version(data))
+    }
+
+    /// Runs `change` once, under the store's write lock (the in-process
+    /// mutex and the `flock`), so a concurrent edit from any thread or
+    /// process of this machine waits instead of conflicting.
+    fn update(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        let _lock = self.lock(path)?;
+        let current = self.read(path, limit)?;
+        let Ok(new) = change(&current.data) else {
+            return Ok(Updated::Aborted);
+        };
+        let name = path.name().unwrap_or_default();
+        let dir = match self.parent(path)? {
+            Parent::Dir(fd) => fd,
+            _ => return Err(StoreError::NotFound { path: path.clone() }),
+        };
+        // The file cannot have changed under the lock, except by a writer
+        // that ignores it: then `current` is still what this edit is based
+        // on, and the rename replaces the entry atomically.
+        self.install(path, &dir, name, &new, false)?;
+        Ok(Updated::Written(new))
     }
 
     fn list(&self, dir_path: &MemoryPath) -> StoreResult<Vec<DirEntry>> {

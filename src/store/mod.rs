@@ -108,6 +108,38 @@ impl std::fmt::Debug for FileReader<'_> {
     }
 }
 
+/// Returned by an [`MemoryStore::update`] closure to write nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Abort;
+
+/// The closure of [`MemoryStore::update`]: current bytes in, new bytes (or
+/// [`Abort`]) out.
+pub type Change<'a> = dyn FnMut(&[u8]) -> Result<Vec<u8>, Abort> + 'a;
+
+/// What [`MemoryStore::update`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Updated {
+    /// The closure's bytes were written; here they are back.
+    Written(Vec<u8>),
+    /// The closure returned [`Abort`]; nothing was written.
+    Aborted,
+}
+
+/// How many times the default [`MemoryStore::update`] recomputes an edit
+/// after a compare-and-swap conflict before giving up.
+pub const UPDATE_ATTEMPTS: u32 = 12;
+
+/// Sleeps before retry `attempt` of a contended update: 100 µs doubling per
+/// attempt, capped at 20 ms, times a random factor in [0.5, 1.5), so
+/// contending writers spread out instead of colliding again.
+fn backoff(attempt: u32) {
+    use std::hash::{BuildHasher, RandomState};
+    let base = std::time::Duration::from_micros(100).saturating_mul(1 << attempt.min(8));
+    let base = base.min(std::time::Duration::from_millis(20));
+    let jitter = RandomState::new().hash_one(attempt) % 1000;
+    std::thread::sleep(base / 2 + base.mul_f64(jitter as f64 / 1000.0));
+}
+
 /// How [`MemoryStore::write`] treats an existing entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteMode {
@@ -172,6 +204,39 @@ pub trait MemoryStore: Send + Sync {
     /// ([`StoreError::ParentNotDirectory`]).
     fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()>;
 
+    /// Read-modify-write of one file that never loses a concurrent update:
+    /// `change` gets the current bytes (a file of at most `limit` bytes)
+    /// and returns the new ones, or [`Abort`]. The default reads, then
+    /// writes with [`WriteMode::Update`], and on a conflict backs off and
+    /// calls `change` again on the fresh content, up to
+    /// [`UPDATE_ATTEMPTS`] times ([`StoreError::Conflict`] after that).
+    /// Stores with a write lock may instead run `change` under it, once.
+    ///
+    /// `change` may call this store's read-only methods (`stat`, `read`,
+    /// `list`, `total_size`), never its writing ones.
+    fn update(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        for attempt in 0..UPDATE_ATTEMPTS {
+            if attempt > 0 {
+                backoff(attempt);
+            }
+            let file = self.read(path, limit)?;
+            let Ok(new) = change(&file.data) else {
+                return Ok(Updated::Aborted);
+            };
+            match self.write(path, &new, WriteMode::Update(file.version)) {
+                Ok(_) => return Ok(Updated::Written(new)),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Conflict { path: path.clone() })
+    }
+
     /// Total bytes of every file in the store, hidden ones included. Used
     /// for the store size limit; backends may keep a running total.
     fn total_size(&self) -> StoreResult<u64> {
@@ -215,6 +280,14 @@ macro_rules! forward_store {
             }
             fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
                 (**self).rename(from, to)
+            }
+            fn update(
+                &self,
+                path: &MemoryPath,
+                limit: u64,
+                change: &mut Change<'_>,
+            ) -> StoreResult<Updated> {
+                (**self).update(path, limit, change)
             }
             fn total_size(&self) -> StoreResult<u64> {
                 (**self).total_size()
