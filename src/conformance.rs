@@ -84,6 +84,7 @@ macro_rules! conformance_tests {
             store_list_and_stat,
             concurrent_edits_are_never_lost,
             oversized_files_are_viewed_but_never_read_whole_for_edits,
+            store_update_writes_or_aborts,
         );
     };
 }
@@ -1693,4 +1694,46 @@ pub fn oversized_files_are_viewed_but_never_read_whole_for_edits(store: &dyn Mem
         other => panic!("expected TooLarge, got {other:?}"),
     }
     assert_eq!(bytes(store, "/memories/big.txt").len(), 1_190_000);
+}
+
+/// `update` hands the change the current bytes and writes what it returns,
+/// or nothing on [`Abort`](crate::store::Abort); it refuses missing files,
+/// directories and files over the limit without calling the change.
+pub fn store_update_writes_or_aborts(store: &dyn MemoryStore) {
+    use crate::store::{Abort, Updated};
+    put(store, "/memories/u.md", b"one");
+    let p = path("/memories/u.md");
+    let mut seen = Vec::new();
+    let done = store.update(&p, 100, &mut |old: &[u8]| {
+        seen.push(old.to_vec());
+        Ok([old, b" two"].concat())
+    });
+    assert_eq!(done.ok(), Some(Updated::Written(b"one two".to_vec())));
+    assert_eq!(seen.last().map(Vec::as_slice), Some(&b"one"[..]));
+    assert_eq!(bytes(store, "/memories/u.md"), b"one two");
+    let aborted = store.update(&p, 100, &mut |_: &[u8]| Err(Abort));
+    assert_eq!(aborted.ok(), Some(Updated::Aborted));
+    assert_eq!(bytes(store, "/memories/u.md"), b"one two");
+    let mut called = false;
+    let mut never = |_: &[u8]| {
+        called = true;
+        Err(Abort)
+    };
+    assert!(matches!(
+        store_err(store.update(&path("/memories/none"), 100, &mut never)),
+        StoreError::NotFound { .. }
+    ));
+    put(store, "/memories/d/x", b"x");
+    assert!(matches!(
+        store_err(store.update(&path("/memories/d"), 100, &mut never)),
+        StoreError::IsADirectory { .. }
+    ));
+    assert!(matches!(
+        store_err(store.update(&p, 3, &mut never)),
+        StoreError::TooLarge { .. }
+    ));
+    assert!(
+        !called,
+        "the change is not called when there is nothing to change"
+    );
 }
