@@ -171,10 +171,7 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
 
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
         if path.is_root() {
-            return Err(match mode {
-                WriteMode::Create => StoreError::AlreadyExists { path: path.clone() },
-                _ => StoreError::IsADirectory { path: path.clone() },
-            });
+            return Err(StoreError::write_to_root(path, mode));
         }
         self.base
             .write(&self.inner(path), data, mode)
@@ -191,10 +188,7 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
 
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
         if path.is_root() {
-            return Err(StoreError::Invalid {
-                path: path.clone(),
-                reason: "the root cannot be deleted",
-            });
+            return Err(StoreError::delete_root(path));
         }
         self.base
             .delete(&self.inner(path))
@@ -202,12 +196,7 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
     }
 
     fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        if from.is_root() {
-            return Err(StoreError::Invalid {
-                path: from.clone(),
-                reason: "cannot move the root",
-            });
-        }
+        StoreError::check_rename(from, to)?;
         if to.is_root() {
             return Err(StoreError::AlreadyExists { path: to.clone() });
         }

@@ -4,10 +4,10 @@
 //! CLAUDE_MEMORY_REQUIRE_POSTGRES is set.
 #![cfg(feature = "postgres")]
 
-use std::collections::BTreeSet;
-
 use claude_memory::{MemoryTool, PostgresStore, TenantId};
 use serde_json::json;
+
+mod common;
 
 fn url() -> Option<String> {
     let url = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL").ok();
@@ -25,66 +25,26 @@ fn url() -> Option<String> {
 fn edits_from_many_connections_are_never_lost() {
     let Some(url) = url() else { return };
     let tenant = TenantId::parse(&format!("concurrency-{}", std::process::id())).expect("id");
-    let tool = MemoryTool::new(
-        PostgresStore::connect(&url, 1)
-            .expect("connect")
-            .for_tenant(&tenant),
-    );
-    let _ = tool.dispatch(&json!({"command": "delete", "path": "/memories/log.md"}));
-    assert!(
-        !tool
-            .dispatch(&json!({"command": "create", "path": "/memories/log.md", "file_text": ""}))
-            .is_error
-    );
-    let (nodes, per_node) = (6, 30);
-    let results: Vec<(String, bool)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..nodes)
-            .map(|n| {
-                let (url, tenant) = (&url, &tenant);
-                s.spawn(move || {
-                    // Each "node" has its own pool of connections.
-                    let tool = MemoryTool::new(PostgresStore::connect(url, 2).expect("connect").for_tenant(tenant));
-                    (0..per_node)
-                        .map(|k| {
-                            let token = format!("n{n}_{k}");
-                            let r = tool.dispatch(&json!({"command": "insert", "path": "/memories/log.md", "insert_line": 0, "insert_text": token}));
-                            (token, !r.is_error)
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("node"))
-            .collect()
-    });
-    let succeeded: BTreeSet<String> = results
-        .iter()
-        .filter(|(_, ok)| *ok)
-        .map(|(t, _)| t.clone())
-        .collect();
-    let view = tool.dispatch(&json!({"command": "view", "path": "/memories/log.md"}));
-    let lines: BTreeSet<String> = view
-        .text()
-        .unwrap_or_default()
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.split_once('\t'))
-        .map(|(_, t)| t.to_owned())
-        .collect();
+    // Each "node" has its own pool of connections.
+    let open = || {
+        MemoryTool::new(
+            PostgresStore::connect(&url, 2)
+                .expect("connect")
+                .for_tenant(&tenant),
+        )
+    };
+    let race = common::insert_race(open, "/memories/log.md", 6, 30);
     println!(
-        "postgres: {} edits from {nodes} pools, {} reported success, {} failed, {} in the file",
-        nodes * per_node,
-        succeeded.len(),
-        results.len() - succeeded.len(),
-        lines.len()
+        "postgres: 180 edits from 6 pools, {} reported success, {} failed, {} in the file",
+        race.succeeded.len(),
+        race.failed,
+        race.in_file.len()
     );
     assert_eq!(
-        lines, succeeded,
+        race.in_file, race.succeeded,
         "every reported success is in the file, and nothing else"
     );
-    assert!(!succeeded.is_empty());
+    assert!(!race.succeeded.is_empty());
 }
 
 #[test]

@@ -6,6 +6,7 @@
 
 use std::io;
 
+use super::{Version, WriteMode};
 use crate::path::MemoryPath;
 
 /// Result of a [`MemoryStore`](super::MemoryStore) primitive.
@@ -112,6 +113,54 @@ impl StoreError {
         StoreError::ParentNotDirectory {
             path: path.clone(),
             parent,
+        }
+    }
+
+    /// The error for a write to the root: it exists, as a directory.
+    pub(crate) fn write_to_root(path: &MemoryPath, mode: WriteMode) -> Self {
+        match mode {
+            WriteMode::Create => StoreError::AlreadyExists { path: path.clone() },
+            _ => StoreError::IsADirectory { path: path.clone() },
+        }
+    }
+
+    /// The error for deleting the root (`dispatch` refuses it first).
+    pub(crate) fn delete_root(path: &MemoryPath) -> Self {
+        StoreError::Invalid {
+            path: path.clone(),
+            reason: "the root cannot be deleted",
+        }
+    }
+
+    /// Refuses moving the root, or a directory into itself (`dispatch`
+    /// refuses both first).
+    pub(crate) fn check_rename(from: &MemoryPath, to: &MemoryPath) -> Result<(), Self> {
+        if from.is_root() || to.is_strictly_inside(from) {
+            return Err(StoreError::Invalid {
+                path: from.clone(),
+                reason: "cannot move the root, or a directory into itself",
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether `mode` may write over what is at `path`: nothing (`None`),
+    /// a directory, or a file at `version`. Shared by the stores that look
+    /// the entry up and decide in one step.
+    pub(crate) fn check_write(
+        path: &MemoryPath,
+        existing: Option<Option<Version>>,
+        mode: WriteMode,
+    ) -> Result<(), Self> {
+        let path = path.clone();
+        match (existing, mode) {
+            (Some(_), WriteMode::Create) => Err(StoreError::AlreadyExists { path }),
+            (Some(None), _) => Err(StoreError::IsADirectory { path }),
+            (Some(Some(v)), WriteMode::Update(expected)) if v != expected => {
+                Err(StoreError::Conflict { path })
+            }
+            (None, WriteMode::Update(_)) => Err(StoreError::NotFound { path }),
+            _ => Ok(()),
         }
     }
 

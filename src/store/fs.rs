@@ -298,7 +298,8 @@ impl FilesystemStore {
 
     /// Opens a regular file for reading without following a link; refuses
     /// directories, special files and hard-linked files.
-    fn open_file(&self, path: &MemoryPath) -> StoreResult<(File, rfs::Stat)> {
+    /// Also returns the directory it is in, for a write back.
+    fn open_file(&self, path: &MemoryPath) -> StoreResult<(DirFd<'_>, File, rfs::Stat)> {
         let not_found = || StoreError::NotFound { path: path.clone() };
         if path.is_root() {
             return Err(StoreError::IsADirectory { path: path.clone() });
@@ -322,10 +323,31 @@ impl FilesystemStore {
             FileType::RegularFile if stat.st_nlink > 1 => {
                 Err(StoreError::HardLink { path: path.clone() })
             }
-            FileType::RegularFile => Ok((File::from(fd), stat)),
+            FileType::RegularFile => Ok((dir, File::from(fd), stat)),
             FileType::Directory => Err(StoreError::IsADirectory { path: path.clone() }),
             _ => Err(not_found()),
         }
+    }
+
+    /// Reads a file of at most `limit` bytes, and the directory it is in.
+    fn read_in_dir(&self, path: &MemoryPath, limit: u64) -> StoreResult<(DirFd<'_>, FileContent)> {
+        let (dir, file, stat) = self.open_file(path)?;
+        let too_large = |len| StoreError::TooLarge {
+            path: path.clone(),
+            len,
+        };
+        if stat.st_size as u64 > limit {
+            return Err(too_large(stat.st_size as u64));
+        }
+        let mut data = Vec::with_capacity(stat.st_size as usize);
+        file.take(limit.saturating_add(1))
+            .read_to_end(&mut data)
+            .map_err(|e| StoreError::io("read", path, e))?;
+        if data.len() as u64 > limit {
+            return Err(too_large(data.len() as u64));
+        }
+        let version = content_version(&data);
+        Ok((dir, FileContent { data, version }))
     }
 
     /// Writes `data` to a new temporary file in `dir` and moves it to
@@ -407,27 +429,11 @@ impl MemoryStore for FilesystemStore {
     }
 
     fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
-        let (file, stat) = self.open_file(path)?;
-        let too_large = |len| StoreError::TooLarge {
-            path: path.clone(),
-            len,
-        };
-        if stat.st_size as u64 > limit {
-            return Err(too_large(stat.st_size as u64));
-        }
-        let mut data = Vec::with_capacity(stat.st_size as usize);
-        file.take(limit.saturating_add(1))
-            .read_to_end(&mut data)
-            .map_err(|e| StoreError::io("read", path, e))?;
-        if data.len() as u64 > limit {
-            return Err(too_large(data.len() as u64));
-        }
-        let version = content_version(&data);
-        Ok(FileContent { data, version })
+        self.read_in_dir(path, limit).map(|(_, content)| content)
     }
 
     fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
-        let (file, stat) = self.open_file(path)?;
+        let (_, file, stat) = self.open_file(path)?;
         Ok(FileReader {
             len: stat.st_size as u64,
             reader: Box::new(file),
@@ -437,10 +443,7 @@ impl MemoryStore for FilesystemStore {
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
         let _lock = self.lock(path)?;
         let Some(name) = path.name() else {
-            return Err(match mode {
-                WriteMode::Create => StoreError::AlreadyExists { path: path.clone() },
-                _ => StoreError::IsADirectory { path: path.clone() },
-            });
+            return Err(StoreError::write_to_root(path, mode));
         };
         // Every check before anything is created, so a refused write leaves
         // no stray directories.
@@ -493,15 +496,11 @@ impl MemoryStore for FilesystemStore {
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
         let _lock = self.lock(path)?;
-        let current = self.read(path, limit)?;
+        let (dir, current) = self.read_in_dir(path, limit)?;
         let Ok(new) = change(&current.data) else {
             return Ok(Updated::Aborted);
         };
         let name = path.name().unwrap_or_default();
-        let dir = match self.parent(path)? {
-            Parent::Dir(fd) => fd,
-            _ => return Err(StoreError::NotFound { path: path.clone() }),
-        };
         // The file cannot have changed under the lock, except by a writer
         // that ignores it: then `current` is still what this edit is based
         // on, and the rename replaces the entry atomically.
@@ -572,10 +571,7 @@ impl MemoryStore for FilesystemStore {
 
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
         let Some(name) = path.name() else {
-            return Err(StoreError::Invalid {
-                path: path.clone(),
-                reason: "the root cannot be deleted",
-            });
+            return Err(StoreError::delete_root(path));
         };
         let _lock = self.lock(path)?;
         let dir = match self.parent(path)? {
@@ -592,12 +588,8 @@ impl MemoryStore for FilesystemStore {
     }
 
     fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        let (Some(from_name), false) = (from.name(), to.is_strictly_inside(from)) else {
-            return Err(StoreError::Invalid {
-                path: from.clone(),
-                reason: "cannot move the root, or a directory into itself",
-            });
-        };
+        StoreError::check_rename(from, to)?;
+        let from_name = from.name().unwrap_or_default();
         let _lock = self.lock(from)?;
         let from_dir = match self.parent(from)? {
             Parent::Dir(fd) => fd,

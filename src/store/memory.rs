@@ -185,31 +185,17 @@ impl MemoryStore for InMemoryStore {
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
         let mut inner = self.write_inner();
         if path.is_root() {
-            return Err(match mode {
-                WriteMode::Create => StoreError::AlreadyExists { path: path.clone() },
-                _ => StoreError::IsADirectory { path: path.clone() },
-            });
+            return Err(StoreError::write_to_root(path, mode));
         }
-        match (inner.root.lookup(path.components()), mode) {
-            (Lookup::ParentFile(depth), _) => {
-                return Err(StoreError::parent_not_directory(path, depth));
+        let existing = match inner.root.lookup(path.components()) {
+            Lookup::ParentFile(depth) => return Err(StoreError::parent_not_directory(path, depth)),
+            Lookup::Found(Node::Dir(_)) => Some(None),
+            Lookup::Found(Node::File { version, .. }) => {
+                Some(Some(Version::new(u128::from(*version))))
             }
-            (Lookup::Found(_), WriteMode::Create) => {
-                return Err(StoreError::AlreadyExists { path: path.clone() });
-            }
-            (Lookup::Found(Node::Dir(_)), _) => {
-                return Err(StoreError::IsADirectory { path: path.clone() });
-            }
-            (Lookup::Found(Node::File { version, .. }), WriteMode::Update(expected))
-                if Version::new(u128::from(*version)) != expected =>
-            {
-                return Err(StoreError::Conflict { path: path.clone() });
-            }
-            (Lookup::Missing, WriteMode::Update(_)) => {
-                return Err(StoreError::NotFound { path: path.clone() });
-            }
-            _ => {}
-        }
+            Lookup::Missing => None,
+        };
+        StoreError::check_write(path, existing, mode)?;
         inner.generation += 1;
         let version = inner.generation;
         let name = path.name().unwrap_or_default().to_owned();
@@ -258,10 +244,7 @@ impl MemoryStore for InMemoryStore {
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
         let mut inner = self.write_inner();
         if path.is_root() {
-            return Err(StoreError::Invalid {
-                path: path.clone(),
-                reason: "the root cannot be deleted",
-            });
+            return Err(StoreError::delete_root(path));
         }
         if !matches!(inner.root.lookup(path.components()), Lookup::Found(_)) {
             return Err(StoreError::NotFound { path: path.clone() });
@@ -275,12 +258,7 @@ impl MemoryStore for InMemoryStore {
 
     fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
         let mut inner = self.write_inner();
-        if from.is_root() || to.is_strictly_inside(from) {
-            return Err(StoreError::Invalid {
-                path: from.clone(),
-                reason: "cannot move the root, or a directory into itself",
-            });
-        }
+        StoreError::check_rename(from, to)?;
         if !matches!(inner.root.lookup(from.components()), Lookup::Found(_)) {
             return Err(StoreError::NotFound { path: from.clone() });
         }

@@ -272,26 +272,16 @@ impl MemoryStore for SqliteStore {
 
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
         if path.is_root() {
-            return Err(match mode {
-                WriteMode::Create => StoreError::AlreadyExists { path: path.clone() },
-                _ => StoreError::IsADirectory { path: path.clone() },
-            });
+            return Err(StoreError::write_to_root(path, mode));
         }
         let comps = path.components();
         self.mutate(path, |tx| {
             if let Some(depth) = file_ancestor(tx, &self.tenant, comps)? {
                 return Err(StoreError::parent_not_directory(path, depth).into());
             }
-            let existing = row(tx, &self.tenant, &key(comps))?;
-            match (existing, mode) {
-                (Some(_), WriteMode::Create) => return Err(StoreError::AlreadyExists { path: path.clone() }.into()),
-                (Some(r), _) if r.is_dir => return Err(StoreError::IsADirectory { path: path.clone() }.into()),
-                (Some(r), WriteMode::Update(v)) if Version::new(r.version as u128) != v => {
-                    return Err(StoreError::Conflict { path: path.clone() }.into());
-                }
-                (None, WriteMode::Update(_)) => return Err(StoreError::NotFound { path: path.clone() }.into()),
-                _ => {}
-            }
+            let existing = row(tx, &self.tenant, &key(comps))?
+                .map(|r| (!r.is_dir).then_some(Version::new(r.version as u128)));
+            StoreError::check_write(path, existing, mode)?;
             make_parents(tx, &self.tenant, comps)?;
             let version = next_version(tx)?;
             tx.execute(
@@ -340,10 +330,7 @@ impl MemoryStore for SqliteStore {
 
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
         if path.is_root() {
-            return Err(StoreError::Invalid {
-                path: path.clone(),
-                reason: "the root cannot be deleted",
-            });
+            return Err(StoreError::delete_root(path));
         }
         let k = key(path.components());
         self.mutate(path, |tx| {
@@ -360,12 +347,7 @@ impl MemoryStore for SqliteStore {
     }
 
     fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        if from.is_root() || to.is_strictly_inside(from) {
-            return Err(StoreError::Invalid {
-                path: from.clone(),
-                reason: "cannot move the root, or a directory into itself",
-            });
-        }
+        StoreError::check_rename(from, to)?;
         let (fk, tk) = (key(from.components()), key(to.components()));
         self.mutate(from, |tx| {
             if row(tx, &self.tenant, &fk)?.is_none() {
