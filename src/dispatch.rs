@@ -16,7 +16,7 @@ use crate::path::MemoryPath;
 use crate::policy::{ContentPolicy, Decision};
 use crate::render;
 use crate::result::{Content, ImageFormat, ToolResult};
-use crate::store::{Abort, EntryKind, FileReader, MemoryStore, StoreError, Updated, WriteMode};
+use crate::store::{Abort, EntryKind, FileReader, MemoryStore, Op, StoreError, Updated, WriteMode};
 
 /// Bytes read from a file at a time while viewing it.
 const READ_CHUNK: usize = 64 * 1024;
@@ -339,7 +339,7 @@ impl<S: MemoryStore> MemoryTool<S> {
     ) -> Outcome {
         let raw = path.as_str();
         let read_error =
-            |e: std::io::Error| render::storage_failure(&StoreError::io("read", path, e), raw);
+            |e: std::io::Error| render::storage_failure(&StoreError::io(Op::Read, path, e), raw);
         let mut reader = file.reader;
         // Small files need a small buffer (zeroing 64 KiB costs more than
         // numbering a short note).

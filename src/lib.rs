@@ -104,8 +104,9 @@ pub use store::FilesystemStore;
 pub use store::PostgresStore;
 #[cfg(feature = "sqlite")]
 pub use store::SqliteStore;
+pub use store::TenantStore;
 pub use store::{InMemoryStore, MemoryStore, StoreError};
-pub use tenant::{TenantId, TenantStore};
+pub use tenant::TenantId;
 
 /// The tool definition to put in a Messages API request's `tools`:
 /// `{"type": "memory_20250818", "name": "memory"}`. The API supplies the

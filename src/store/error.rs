@@ -6,6 +6,7 @@
 
 use std::io;
 
+pub use super::op::Op;
 use super::{Version, WriteMode};
 use crate::path::MemoryPath;
 
@@ -88,8 +89,9 @@ pub enum StoreError {
     /// An I/O failure.
     #[error("{op} failed for {path}: {source}")]
     Io {
-        /// What was being done, e.g. `"write"`.
-        op: &'static str,
+        /// What was being done. A closed set: its words reach the model's
+        /// `Could not {op}` text, so no free string can.
+        op: Op,
         /// The path asked for.
         path: MemoryPath,
         /// The underlying error (its text is never shown to the model).
@@ -165,7 +167,7 @@ impl StoreError {
     }
 
     /// Wraps an I/O error with the operation and virtual path.
-    pub fn io(op: &'static str, path: &MemoryPath, source: io::Error) -> Self {
+    pub fn io(op: Op, path: &MemoryPath, source: io::Error) -> Self {
         StoreError::Io {
             op,
             path: path.clone(),

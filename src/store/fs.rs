@@ -31,7 +31,7 @@ use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::{
-    Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, StoreError,
+    Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Op, StoreError,
     StoreResult, Updated, Version, WriteMode,
 };
 use crate::path::{MemoryPath, RESERVED_PREFIX};
@@ -187,7 +187,7 @@ impl FilesystemStore {
 
     fn lock(&self, path: &MemoryPath) -> StoreResult<WriteLock<'_>> {
         let file = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        file.lock().map_err(|e| StoreError::io("lock", path, e))?;
+        file.lock().map_err(|e| StoreError::io(Op::Lock, path, e))?;
         Ok(WriteLock { file })
     }
 
@@ -242,7 +242,7 @@ impl FilesystemStore {
                 attempts += 1;
                 if attempts > 16 {
                     remove_made(&made);
-                    return Err(io_error("create directory", path, Errno::AGAIN));
+                    return Err(io_error(Op::CreateDirectory, path, Errno::AGAIN));
                 }
                 match rfs::openat(&cur, name.as_str(), dir_flags(), Mode::empty()) {
                     Ok(fd) => break fd,
@@ -256,7 +256,7 @@ impl FilesystemStore {
                             Err(Errno::EXIST) => {}
                             Err(e) => {
                                 remove_made(&made);
-                                return Err(io_error("create directory", path, e));
+                                return Err(io_error(Op::CreateDirectory, path, e));
                             }
                         }
                     }
@@ -267,9 +267,9 @@ impl FilesystemStore {
                         return match entry_at(cur.as_fd(), name) {
                             Ok(Entry::Symlink) => Err(StoreError::Symlink { path: path.clone() }),
                             Ok(Entry::Absent) => Ok((Parent::Missing, Vec::new())),
-                            Ok(Entry::Dir) => Err(io_error("open directory", path, e)),
+                            Ok(Entry::Dir) => Err(io_error(Op::OpenDirectory, path, e)),
                             Ok(_) => Ok((Parent::File(i + 1), Vec::new())),
-                            Err(e) => Err(io_error("stat", path, e)),
+                            Err(e) => Err(io_error(Op::Stat, path, e)),
                         };
                     }
                 }
@@ -278,7 +278,7 @@ impl FilesystemStore {
         }
         if self.durable {
             for (parent, _) in &made {
-                rfs::fsync(parent).map_err(|e| io_error("sync", path, e))?;
+                rfs::fsync(parent).map_err(|e| io_error(Op::Sync, path, e))?;
             }
         }
         Ok((Parent::Dir(cur), made))
@@ -316,9 +316,9 @@ impl FilesystemStore {
             Ok(fd) => fd,
             Err(Errno::NOENT) | Err(Errno::NOTDIR) => return Err(not_found()),
             Err(Errno::LOOP) => return Err(StoreError::Symlink { path: path.clone() }),
-            Err(e) => return Err(io_error("open", path, e)),
+            Err(e) => return Err(io_error(Op::Open, path, e)),
         };
-        let stat = rfs::fstat(&fd).map_err(|e| io_error("stat", path, e))?;
+        let stat = rfs::fstat(&fd).map_err(|e| io_error(Op::Stat, path, e))?;
         match FileType::from_raw_mode(stat.st_mode) {
             FileType::RegularFile if stat.st_nlink > 1 => {
                 Err(StoreError::HardLink { path: path.clone() })
@@ -342,7 +342,7 @@ impl FilesystemStore {
         let mut data = Vec::with_capacity(stat.st_size as usize);
         file.take(limit.saturating_add(1))
             .read_to_end(&mut data)
-            .map_err(|e| StoreError::io("read", path, e))?;
+            .map_err(|e| StoreError::io(Op::Read, path, e))?;
         if data.len() as u64 > limit {
             return Err(too_large(data.len() as u64));
         }
@@ -366,21 +366,21 @@ impl FilesystemStore {
         let flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let fd = rfs::openat(dir, temp.as_str(), flags, Mode::RUSR | Mode::WUSR)
-            .map_err(|e| io_error("write", path, e))?;
+            .map_err(|e| io_error(Op::Write, path, e))?;
         let result = (|| -> StoreResult<()> {
             let mut file = File::from(fd);
             file.write_all(data)
-                .map_err(|e| StoreError::io("write", path, e))?;
+                .map_err(|e| StoreError::io(Op::Write, path, e))?;
             if self.durable {
                 file.sync_all()
-                    .map_err(|e| StoreError::io("sync", path, e))?;
+                    .map_err(|e| StoreError::io(Op::Sync, path, e))?;
             }
             drop(file);
             if no_replace {
                 rename_no_replace(dir.as_fd(), &temp, dir.as_fd(), name, path)?;
             } else {
                 rfs::renameat(dir, temp.as_str(), dir, name)
-                    .map_err(|e| io_error("write", path, e))?;
+                    .map_err(|e| io_error(Op::Write, path, e))?;
             }
             Ok(())
         })();
@@ -393,7 +393,7 @@ impl FilesystemStore {
 
     fn sync(&self, path: &MemoryPath, dir: &impl AsFd) -> StoreResult<()> {
         if self.durable {
-            rfs::fsync(dir).map_err(|e| io_error("sync", path, e))?;
+            rfs::fsync(dir).map_err(|e| io_error(Op::Sync, path, e))?;
         }
         Ok(())
     }
@@ -412,7 +412,7 @@ impl MemoryStore for FilesystemStore {
             Parent::Dir(fd) => fd,
             _ => return Ok(None),
         };
-        match entry_at(dir.as_fd(), name).map_err(|e| io_error("stat", path, e))? {
+        match entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Stat, path, e))? {
             Entry::File(stat) => Ok(Some(Metadata {
                 kind: EntryKind::File,
                 len: stat.st_size as u64,
@@ -451,7 +451,7 @@ impl MemoryStore for FilesystemStore {
             Parent::File(depth) => return Err(StoreError::parent_not_directory(path, depth)),
             Parent::Missing => Entry::Absent,
             Parent::Dir(dir) => {
-                entry_at(dir.as_fd(), name).map_err(|e| io_error("stat", path, e))?
+                entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Stat, path, e))?
             }
         };
         match (existing, mode) {
@@ -533,13 +533,13 @@ impl MemoryStore for FilesystemStore {
                             Ok(Entry::File(_) | Entry::Other) => StoreError::NotADirectory {
                                 path: dir_path.clone(),
                             },
-                            _ => io_error("list", dir_path, e),
+                            _ => io_error(Op::List, dir_path, e),
                         });
                     }
                 }
             }
         };
-        let io_err = |e| io_error("list", dir_path, e);
+        let io_err = |e| io_error(Op::List, dir_path, e);
         let mut entries = Vec::new();
         for_each_entry(fd.as_fd(), |name, file_type| {
             let Ok(name) = name.to_str() else {
@@ -578,12 +578,12 @@ impl MemoryStore for FilesystemStore {
             Parent::Dir(fd) => fd,
             _ => return Err(StoreError::NotFound { path: path.clone() }),
         };
-        let result = match entry_at(dir.as_fd(), name).map_err(|e| io_error("delete", path, e))? {
+        let result = match entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Delete, path, e))? {
             Entry::Absent => return Err(StoreError::NotFound { path: path.clone() }),
             Entry::Dir => remove_tree(dir.as_fd(), name, 0),
             _ => rfs::unlinkat(&dir, name, AtFlags::empty()),
         };
-        result.map_err(|e| io_error("delete", path, e))?;
+        result.map_err(|e| io_error(Op::Delete, path, e))?;
         self.sync(path, &dir)
     }
 
@@ -596,7 +596,7 @@ impl MemoryStore for FilesystemStore {
             _ => return Err(StoreError::NotFound { path: from.clone() }),
         };
         if let Entry::Absent =
-            entry_at(from_dir.as_fd(), from_name).map_err(|e| io_error("stat", from, e))?
+            entry_at(from_dir.as_fd(), from_name).map_err(|e| io_error(Op::Stat, from, e))?
         {
             return Err(StoreError::NotFound { path: from.clone() });
         }
@@ -607,7 +607,7 @@ impl MemoryStore for FilesystemStore {
             Parent::File(depth) => return Err(StoreError::parent_not_directory(to, depth)),
             Parent::Dir(dir) => {
                 if !matches!(
-                    entry_at(dir.as_fd(), to_name).map_err(|e| io_error("stat", to, e))?,
+                    entry_at(dir.as_fd(), to_name).map_err(|e| io_error(Op::Stat, to, e))?,
                     Entry::Absent
                 ) {
                     return Err(StoreError::AlreadyExists { path: to.clone() });
@@ -641,7 +641,7 @@ fn dir_flags() -> OFlags {
     OFlags::DIRECTORY | OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC
 }
 
-fn io_error(op: &'static str, path: &MemoryPath, e: Errno) -> StoreError {
+fn io_error(op: Op, path: &MemoryPath, e: Errno) -> StoreError {
     StoreError::io(op, path, io::Error::from(e))
 }
 
@@ -674,24 +674,23 @@ fn rename_no_replace(
         Ok(()) => return Ok(()),
         Err(Errno::EXIST) => return Err(StoreError::AlreadyExists { path: path.clone() }),
         Err(Errno::INVAL) | Err(Errno::NOSYS) => {}
-        Err(e) => return Err(io_error("rename", path, e)),
+        Err(e) => return Err(io_error(Op::Rename, path, e)),
     }
     let is_dir = matches!(entry_at(from_dir, from), Ok(Entry::Dir));
     if is_dir {
         return match entry_at(to_dir, to) {
             Ok(Entry::Absent) => {
-                rfs::renameat(from_dir, from, to_dir, to).map_err(|e| io_error("rename", path, e))
+                rfs::renameat(from_dir, from, to_dir, to).map_err(|e| io_error(Op::Rename, path, e))
             }
             Ok(_) => Err(StoreError::AlreadyExists { path: path.clone() }),
-            Err(e) => Err(io_error("rename", path, e)),
+            Err(e) => Err(io_error(Op::Rename, path, e)),
         };
     }
     match rfs::linkat(from_dir, from, to_dir, to, AtFlags::empty()) {
-        Ok(()) => {
-            rfs::unlinkat(from_dir, from, AtFlags::empty()).map_err(|e| io_error("rename", path, e))
-        }
+        Ok(()) => rfs::unlinkat(from_dir, from, AtFlags::empty())
+            .map_err(|e| io_error(Op::Rename, path, e)),
         Err(Errno::EXIST) => Err(StoreError::AlreadyExists { path: path.clone() }),
-        Err(e) => Err(io_error("rename", path, e)),
+        Err(e) => Err(io_error(Op::Rename, path, e)),
     }
 }
 

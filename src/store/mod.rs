@@ -8,12 +8,14 @@ mod error;
 #[cfg(unix)]
 mod fs;
 mod memory;
+mod op;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+mod tenant;
 
 use std::io::Read;
 use std::sync::Arc;
@@ -23,10 +25,12 @@ pub use error::{StoreError, StoreResult};
 #[cfg(unix)]
 pub use fs::{FilesystemStore, FilesystemStoreBuilder};
 pub use memory::InMemoryStore;
+pub use op::Op;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
+pub use tenant::TenantStore;
 
 use crate::path::MemoryPath;
 

@@ -1,0 +1,156 @@
+//! [`TenantStore`]: one tenant's `/memories` inside a shared base store.
+
+use super::{
+    Change, DirEntry, FileContent, FileReader, MemoryStore, Metadata, StoreError, StoreResult,
+    Updated, Version, WriteMode,
+};
+use crate::path::MemoryPath;
+use crate::tenant::TenantId;
+
+/// One tenant's store inside a shared base store: the tenant's
+/// `/memories/x` is the base's `/memories/<tenant>/x`. Paths are validated
+/// before they get here and hold no `..`, so a tenant can never name
+/// another tenant's files; errors name tenant-relative paths only.
+#[derive(Debug, Clone)]
+pub struct TenantStore<S> {
+    base: S,
+    tenant: TenantId,
+}
+
+impl<S: MemoryStore> TenantStore<S> {
+    /// The store of `tenant` inside `base`.
+    pub fn new(base: S, tenant: TenantId) -> Self {
+        TenantStore { base, tenant }
+    }
+
+    /// The tenant.
+    pub fn tenant(&self) -> &TenantId {
+        &self.tenant
+    }
+
+    /// The base store.
+    pub fn base(&self) -> &S {
+        &self.base
+    }
+
+    fn inner(&self, path: &MemoryPath) -> MemoryPath {
+        path.with_prefix(self.tenant.as_str())
+    }
+
+    /// Rewrites the base's paths in an error back to the tenant's view.
+    fn outer(&self, error: StoreError) -> StoreError {
+        let strip = |p: MemoryPath| p.strip_prefix(self.tenant.as_str());
+        match error {
+            StoreError::NotFound { path } => StoreError::NotFound { path: strip(path) },
+            StoreError::AlreadyExists { path } => StoreError::AlreadyExists { path: strip(path) },
+            StoreError::IsADirectory { path } => StoreError::IsADirectory { path: strip(path) },
+            StoreError::NotADirectory { path } => StoreError::NotADirectory { path: strip(path) },
+            StoreError::ParentNotDirectory { path, parent } => StoreError::ParentNotDirectory {
+                path: strip(path),
+                parent: strip(parent),
+            },
+            StoreError::Conflict { path } => StoreError::Conflict { path: strip(path) },
+            StoreError::Symlink { path } => StoreError::Symlink { path: strip(path) },
+            StoreError::TooLarge { path, len } => StoreError::TooLarge {
+                path: strip(path),
+                len,
+            },
+            StoreError::HardLink { path } => StoreError::HardLink { path: strip(path) },
+            StoreError::Invalid { path, reason } => StoreError::Invalid {
+                path: strip(path),
+                reason,
+            },
+            StoreError::Io { op, path, source } => StoreError::Io {
+                op,
+                path: strip(path),
+                source,
+            },
+            StoreError::Backend { path, source } => StoreError::Backend {
+                path: strip(path),
+                source,
+            },
+        }
+    }
+}
+
+impl<S: MemoryStore> MemoryStore for TenantStore<S> {
+    fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+        if path.is_root() {
+            return Ok(Some(Metadata {
+                kind: crate::store::EntryKind::Directory,
+                len: 0,
+                modified: None,
+            }));
+        }
+        self.base.stat(&self.inner(path)).map_err(|e| self.outer(e))
+    }
+
+    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+        if path.is_root() {
+            return Err(StoreError::IsADirectory { path: path.clone() });
+        }
+        self.base
+            .read(&self.inner(path), limit)
+            .map_err(|e| self.outer(e))
+    }
+
+    fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
+        if path.is_root() {
+            return Err(StoreError::IsADirectory { path: path.clone() });
+        }
+        self.base.open(&self.inner(path)).map_err(|e| self.outer(e))
+    }
+
+    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        if path.is_root() {
+            return Err(StoreError::write_to_root(path, mode));
+        }
+        self.base
+            .write(&self.inner(path), data, mode)
+            .map_err(|e| self.outer(e))
+    }
+
+    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+        match self.base.list(&self.inner(dir)) {
+            // The tenant's root exists from the start, empty.
+            Err(StoreError::NotFound { .. }) if dir.is_root() => Ok(Vec::new()),
+            other => other.map_err(|e| self.outer(e)),
+        }
+    }
+
+    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+        if path.is_root() {
+            return Err(StoreError::delete_root(path));
+        }
+        self.base
+            .delete(&self.inner(path))
+            .map_err(|e| self.outer(e))
+    }
+
+    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        StoreError::check_rename(from, to)?;
+        if to.is_root() {
+            return Err(StoreError::AlreadyExists { path: to.clone() });
+        }
+        self.base
+            .rename(&self.inner(from), &self.inner(to))
+            .map_err(|e| self.outer(e))
+    }
+
+    fn update(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        if path.is_root() {
+            return Err(StoreError::IsADirectory { path: path.clone() });
+        }
+        self.base
+            .update(&self.inner(path), limit, change)
+            .map_err(|e| self.outer(e))
+    }
+
+    // `total_size` is deliberately not forwarded: the default walks this
+    // tenant's files only.
+}
