@@ -8,15 +8,18 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::dispatch::MemoryTool;
-use crate::result::{Content, ToolResult};
-use crate::store::MemoryStore;
-
 /// The memory tool's `name` in requests and `tool_use` blocks.
 pub const TOOL_NAME: &str = "memory";
 
 /// The memory tool's `type` in a request's `tools`.
 pub const TOOL_TYPE: &str = "memory_20250818";
+
+/// The tool definition to put in a Messages API request's `tools`:
+/// `{"type": "memory_20250818", "name": "memory"}`. The API supplies the
+/// schema, so there is none here.
+pub fn tool_definition() -> Value {
+    json!({"type": TOOL_TYPE, "name": TOOL_NAME})
+}
 
 /// The tool definition with a `cache_control` (for example
 /// `{"type": "ephemeral"}`), so the tools prefix can be cached.
@@ -63,34 +66,6 @@ pub fn other_tool_uses(response: &Value) -> impl Iterator<Item = &Value> {
 /// The `user` message that carries `tool_results` back to the API.
 pub fn tool_results_message(tool_results: Vec<Value>) -> Value {
     json!({"role": "user", "content": tool_results})
-}
-
-impl<S: MemoryStore> MemoryTool<S> {
-    /// Runs every memory `tool_use` block of a Messages API response (or
-    /// of its `content` array) and returns their `tool_result` blocks in
-    /// the order of the calls. Calls run one after another, so two calls on
-    /// one file never interleave. Other tools' blocks are left to the
-    /// caller ([`other_tool_uses`]).
-    pub fn run_tool_uses(&self, response: &Value) -> Vec<Value> {
-        memory_tool_uses(response)
-            .map(|block| self.dispatch(block).to_json())
-            .collect()
-    }
-
-    /// The next `user` message for a response whose only tool calls are
-    /// memory calls: `{"role": "user", "content": [tool_result, …]}`.
-    /// With other tools in play, use [`run_tool_uses`](Self::run_tool_uses)
-    /// and add their results to the same message.
-    pub fn reply(&self, response: &Value) -> Value {
-        tool_results_message(self.run_tool_uses(response))
-    }
-
-    /// Runs a typed `tool_use` block.
-    pub fn run_block(&self, block: &ToolUseBlock) -> ToolResultBlock {
-        let mut result = self.dispatch(&block.input);
-        result.tool_use_id = Some(block.id.clone());
-        result.to_block()
-    }
 }
 
 /// A `tool_use` content block, as the API sends it.
@@ -155,34 +130,4 @@ pub enum ContentBlock {
         #[serde(flatten)]
         extra: Map<String, Value>,
     },
-}
-
-impl ToolResult {
-    /// The typed `tool_result` block (`tool_use_id` empty if unknown).
-    pub fn to_block(&self) -> ToolResultBlock {
-        let content = match self.text() {
-            Some(text) => ToolResultContent::Text(text.to_owned()),
-            None => ToolResultContent::Blocks(
-                self.content
-                    .iter()
-                    .map(|c| match (c, c.to_json()) {
-                        (Content::Text(text), _) => ContentBlock::Text {
-                            text: text.clone(),
-                            extra: Map::new(),
-                        },
-                        (Content::Image { .. }, json) => ContentBlock::Image {
-                            source: json["source"].clone(),
-                            extra: Map::new(),
-                        },
-                    })
-                    .collect(),
-            ),
-        };
-        ToolResultBlock {
-            tool_use_id: self.tool_use_id.clone().unwrap_or_default(),
-            content: Some(content),
-            is_error: self.is_error.then_some(true),
-            extra: Map::new(),
-        }
-    }
 }

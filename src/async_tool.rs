@@ -14,10 +14,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::dispatch::MemoryTool;
 use crate::render;
 use crate::result::ToolResult;
 use crate::store::MemoryStore;
+use crate::tool::MemoryTool;
 
 /// A cloneable, `'static` handle on a [`MemoryTool`] whose methods never
 /// block the async runtime.

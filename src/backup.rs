@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::base64;
 use crate::path::MemoryPath;
-use crate::store::{EntryKind, MemoryStore, StoreError, StoreResult, WriteMode};
+use crate::store::{Flow, MemoryStore, Order, Step, StoreError, StoreResult, WriteMode, walk};
 
 /// The `format` field of an export.
 pub const FORMAT: &str = "claude-memory-export";
@@ -15,34 +15,20 @@ pub const FORMAT: &str = "claude-memory-export";
 /// others as `base64`.
 pub fn export<S: MemoryStore + ?Sized>(store: &S) -> StoreResult<Value> {
     let mut files = Vec::new();
-    walk(store, &MemoryPath::root(), &mut files)?;
-    Ok(json!({"format": FORMAT, "version": 1, "files": files}))
-}
-
-fn walk<S: MemoryStore + ?Sized>(
-    store: &S,
-    dir: &MemoryPath,
-    out: &mut Vec<Value>,
-) -> StoreResult<()> {
-    let mut entries = store.list(dir)?;
-    entries.sort_by(|a, b| a.name.cmp(&b.name));
-    for entry in entries {
-        let Some(child) = dir.join(&entry.name) else {
-            continue;
-        };
-        match entry.kind {
-            EntryKind::Directory => walk(store, &child, out)?,
-            EntryKind::File => {
-                let data = store.read(&child, u64::MAX)?.data;
-                let path = child.normalized();
-                out.push(match String::from_utf8(data) {
-                    Ok(text) => json!({"path": path, "text": text}),
-                    Err(e) => json!({"path": path, "base64": base64::encode(e.as_bytes())}),
-                });
-            }
+    walk(store, &MemoryPath::root(), Order::ByName, &mut |step| {
+        if let Step::File { dir, entry, .. } = step
+            && let Some(child) = dir.join(&entry.name)
+        {
+            let data = store.read(&child, u64::MAX)?.data;
+            let path = child.normalized();
+            files.push(match String::from_utf8(data) {
+                Ok(text) => json!({"path": path, "text": text}),
+                Err(e) => json!({"path": path, "base64": base64::encode(e.as_bytes())}),
+            });
         }
-    }
-    Ok(())
+        Ok(Flow::Continue)
+    })?;
+    Ok(json!({"format": FORMAT, "version": 1, "files": files}))
 }
 
 /// Why an import failed.

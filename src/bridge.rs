@@ -4,10 +4,10 @@
 
 use std::io::{self, BufRead, Write};
 
-use crate::dispatch::MemoryTool;
 use crate::render;
 use crate::result::ToolResult;
 use crate::store::MemoryStore;
+use crate::tool::MemoryTool;
 
 /// Longest input line accepted, in bytes; longer lines get an error answer
 /// and are skipped, so one huge line cannot exhaust memory.

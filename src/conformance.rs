@@ -20,10 +20,10 @@
 use serde_json::{Value, json};
 
 use crate::config::{Config, CreatePolicy};
-use crate::dispatch::MemoryTool;
 use crate::path::MemoryPath;
 use crate::result::{Content, ImageFormat, ToolResult};
 use crate::store::{EntryKind, MemoryStore, StoreError, WriteMode};
+use crate::tool::MemoryTool;
 
 /// A conformance case: checks one behaviour on a fresh, empty store.
 pub type Case = fn(&dyn MemoryStore);
@@ -899,7 +899,8 @@ pub fn str_replace_edge_cases(store: &dyn MemoryStore) {
     ok(
         &t,
         replace("/memories/only.txt", "only", Some("")),
-        &format!("{EDITED}\n     1\t"),
+        // An empty file has no lines to show: the header alone (SPEC §3).
+        EDITED,
     );
     assert_eq!(bytes(store, "/memories/only.txt"), b"");
     create(&t, "/memories/nul.txt", "a\nb\n");

@@ -10,7 +10,7 @@
 use std::time::{Duration, SystemTime};
 
 use crate::path::MemoryPath;
-use crate::store::{EntryKind, MemoryStore, StoreError, StoreResult};
+use crate::store::{Flow, MemoryStore, Order, Step, StoreError, StoreResult, walk};
 
 /// What [`expire`] removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -42,49 +42,28 @@ pub fn expire<S: MemoryStore + ?Sized>(
         .checked_sub(older_than)
         .unwrap_or(SystemTime::UNIX_EPOCH);
     let mut report = ExpiryReport::default();
-    sweep(store, &MemoryPath::root(), cutoff, &mut report)?;
-    Ok(report)
-}
-
-/// Sweeps `dir`; returns whether it is empty afterwards.
-fn sweep<S: MemoryStore + ?Sized>(
-    store: &S,
-    dir: &MemoryPath,
-    cutoff: SystemTime,
-    report: &mut ExpiryReport,
-) -> StoreResult<bool> {
-    let entries = store.list(dir)?;
-    let mut left = entries.len();
-    for entry in entries {
-        let Some(child) = dir.join(&entry.name) else {
-            continue; // not a memory path: not ours to remove
-        };
-        let removed = match entry.kind {
-            EntryKind::File if entry.modified.is_some_and(|m| m < cutoff) => {
+    walk(store, &MemoryPath::root(), Order::AsListed, &mut |step| {
+        match step {
+            Step::File { dir, entry, .. } if entry.modified.is_some_and(|m| m < cutoff) => {
+                let Some(child) = dir.join(&entry.name) else {
+                    return Ok(Flow::Continue); // not a memory path: not ours to remove
+                };
                 match store.delete(&child) {
                     Ok(()) | Err(StoreError::NotFound { .. }) => {
                         report.removed_files.push((child, entry.len));
-                        true
                     }
                     Err(e) => return Err(e),
                 }
             }
-            EntryKind::File => {
-                report.kept_files += 1;
-                false
+            Step::File { .. } => report.kept_files += 1,
+            // Only remove a directory if it is empty now, after its sweep.
+            Step::Leave { path, depth } if depth > 0 && store.list(path)?.is_empty() => {
+                store.delete(path)?;
+                report.removed_dirs.push(path.clone());
             }
-            EntryKind::Directory => {
-                // Only remove it if it is still empty now.
-                if sweep(store, &child, cutoff, report)? && store.list(&child)?.is_empty() {
-                    store.delete(&child)?;
-                    report.removed_dirs.push(child);
-                    true
-                } else {
-                    false
-                }
-            }
-        };
-        left -= usize::from(removed);
-    }
-    Ok(left == 0)
+            _ => {}
+        }
+        Ok(Flow::Continue)
+    })?;
+    Ok(report)
 }

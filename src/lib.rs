@@ -78,7 +78,6 @@ pub mod bridge;
 mod command;
 mod config;
 pub mod conformance;
-mod dispatch;
 pub mod expiry;
 mod lines;
 mod numbered;
@@ -88,13 +87,13 @@ mod render;
 mod result;
 pub mod store;
 pub mod tenant;
+mod tool;
 
-pub use api::{ToolResultBlock, ToolUseBlock, tool_definition_with_cache_control};
+pub use api::{ToolResultBlock, ToolUseBlock, tool_definition, tool_definition_with_cache_control};
 #[cfg(feature = "tokio")]
 pub use async_tool::AsyncMemoryTool;
 pub use command::Command;
 pub use config::{Config, CreatePolicy};
-pub use dispatch::MemoryTool;
 pub use path::{MemoryPath, PathError};
 pub use render::human_size;
 pub use result::{Content, ImageFormat, ToolResult};
@@ -107,10 +106,4 @@ pub use store::SqliteStore;
 pub use store::TenantStore;
 pub use store::{InMemoryStore, MemoryStore, StoreError};
 pub use tenant::TenantId;
-
-/// The tool definition to put in a Messages API request's `tools`:
-/// `{"type": "memory_20250818", "name": "memory"}`. The API supplies the
-/// schema, so there is none here.
-pub fn tool_definition() -> serde_json::Value {
-    serde_json::json!({"type": "memory_20250818", "name": "memory"})
-}
+pub use tool::MemoryTool;

@@ -140,3 +140,33 @@ impl Serialize for ToolResult {
         map.end()
     }
 }
+
+impl ToolResult {
+    /// The typed `tool_result` block (`tool_use_id` empty if unknown).
+    pub fn to_block(&self) -> crate::api::ToolResultBlock {
+        let content = match self.text() {
+            Some(text) => crate::api::ToolResultContent::Text(text.to_owned()),
+            None => crate::api::ToolResultContent::Blocks(
+                self.content
+                    .iter()
+                    .map(|c| match (c, c.to_json()) {
+                        (Content::Text(text), _) => crate::api::ContentBlock::Text {
+                            text: text.clone(),
+                            extra: serde_json::Map::new(),
+                        },
+                        (Content::Image { .. }, json) => crate::api::ContentBlock::Image {
+                            source: json["source"].clone(),
+                            extra: serde_json::Map::new(),
+                        },
+                    })
+                    .collect(),
+            ),
+        };
+        crate::api::ToolResultBlock {
+            tool_use_id: self.tool_use_id.clone().unwrap_or_default(),
+            content: Some(content),
+            is_error: self.is_error.then_some(true),
+            extra: serde_json::Map::new(),
+        }
+    }
+}

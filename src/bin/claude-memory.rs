@@ -4,8 +4,8 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
-use claude_memory::store::EntryKind;
-use claude_memory::{Config, FilesystemStore, MemoryPath, MemoryStore, MemoryTool, human_size};
+use claude_memory::store::{Flow, Order, Step, walk};
+use claude_memory::{Config, FilesystemStore, MemoryPath, MemoryTool, human_size};
 use serde_json::json;
 
 const USAGE: &str = "\
@@ -307,36 +307,34 @@ fn stats(tool: &MemoryTool<FilesystemStore>) -> Outcome {
         largest: Option<(u64, String)>,
         oldest: Option<(SystemTime, String)>,
     }
-    fn walk(store: &FilesystemStore, dir: &MemoryPath, t: &mut Totals) -> Result<(), Failure> {
-        for e in store.list(dir).map_err(failed)? {
-            let Some(child) = dir.join(&e.name) else {
-                continue;
-            };
-            match e.kind {
-                EntryKind::Directory => walk(store, &child, t)?,
-                EntryKind::File => {
-                    t.files += 1;
-                    t.bytes += e.len;
-                    if t.largest.as_ref().is_none_or(|(n, _)| e.len > *n) {
-                        t.largest = Some((e.len, child.normalized()));
-                    }
-                    if let Some(m) = e.modified
-                        && t.oldest.as_ref().is_none_or(|(o, _)| m < *o)
-                    {
-                        t.oldest = Some((m, child.normalized()));
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
     let mut t = Totals {
         files: 0,
         bytes: 0,
         largest: None,
         oldest: None,
     };
-    walk(tool.store(), &MemoryPath::root(), &mut t)?;
+    walk(
+        tool.store(),
+        &MemoryPath::root(),
+        Order::AsListed,
+        &mut |step| {
+            if let Step::File { dir, entry, .. } = step {
+                t.files += 1;
+                t.bytes += entry.len;
+                let path = || format!("{}/{}", dir.normalized(), entry.name);
+                if t.largest.as_ref().is_none_or(|(n, _)| entry.len > *n) {
+                    t.largest = Some((entry.len, path()));
+                }
+                if let Some(m) = entry.modified
+                    && t.oldest.as_ref().is_none_or(|(o, _)| m < *o)
+                {
+                    t.oldest = Some((m, path()));
+                }
+            }
+            Ok(Flow::Continue)
+        },
+    )
+    .map_err(failed)?;
     println!("files: {}", t.files);
     println!("bytes: {} ({})", t.bytes, human_size(t.bytes));
     match &t.largest {

@@ -16,6 +16,7 @@ mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod tenant;
+pub mod walk;
 
 use std::io::Read;
 use std::sync::Arc;
@@ -31,6 +32,7 @@ pub use postgres::{PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use tenant::TenantStore;
+pub use walk::{Flow, Order, Step, walk};
 
 use crate::path::MemoryPath;
 
@@ -244,20 +246,7 @@ pub trait MemoryStore: Send + Sync {
     /// Total bytes of every file in the store, hidden ones included. Used
     /// for the store size limit; backends may keep a running total.
     fn total_size(&self) -> StoreResult<u64> {
-        fn walk<S: MemoryStore + ?Sized>(s: &S, dir: &MemoryPath) -> StoreResult<u64> {
-            let mut total = 0;
-            for e in s.list(dir)? {
-                let Some(child) = dir.join(&e.name) else {
-                    continue;
-                };
-                total += match e.kind {
-                    EntryKind::File => e.len,
-                    EntryKind::Directory => walk(s, &child)?,
-                };
-            }
-            Ok(total)
-        }
-        walk(self, &MemoryPath::root())
+        walk::total_size(self, &MemoryPath::root())
     }
 }
 

@@ -1,0 +1,160 @@
+//! The one tree walk: every whole-tree job (directory views, the store size
+//! total, backups, expiry, the CLI's statistics) runs on it.
+//!
+//! It keeps an explicit stack instead of recursing, so no tree is too deep
+//! for it, and it holds no store handle between steps (each directory is
+//! listed once, into memory), so it never has more than one directory open.
+
+use super::{DirEntry, EntryKind, MemoryStore, StoreResult};
+use crate::path::MemoryPath;
+
+/// One step of a [`walk`], in depth-first order: a directory's `Enter`,
+/// then its children, then its `Leave`.
+#[derive(Debug, Clone, Copy)]
+pub enum Step<'a> {
+    /// A directory, before its children. `entry` is `None` for the
+    /// directory the walk started at (depth 0).
+    Enter {
+        /// The directory.
+        path: &'a MemoryPath,
+        /// How it was listed in its parent.
+        entry: Option<&'a DirEntry>,
+        /// 0 for the start, 1 for its children, …
+        depth: usize,
+    },
+    /// A file.
+    File {
+        /// The directory holding it.
+        dir: &'a MemoryPath,
+        /// The file as listed (name, size, modification time).
+        entry: &'a DirEntry,
+        /// 1 for the start's children, …
+        depth: usize,
+    },
+    /// A directory, after its children (and after an `Enter` that
+    /// returned [`Flow::Skip`]: every `Enter` has its `Leave`).
+    Leave {
+        /// The directory.
+        path: &'a MemoryPath,
+        /// As in its `Enter`.
+        depth: usize,
+    },
+}
+
+/// What the visitor wants after an [`Step::Enter`] (ignored after other
+/// steps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Walk into the directory.
+    Continue,
+    /// Leave the directory's subtree out.
+    Skip,
+}
+
+/// The order in which a directory's children are visited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// As the store lists them (cheapest).
+    AsListed,
+    /// By name, in byte order (what views and exports print).
+    ByName,
+}
+
+/// Walks the tree below `start` (a directory), calling `visit` for every
+/// step; the first error, from the store or the visitor, ends the walk.
+///
+/// Directories whose full path no [`MemoryPath`] can spell (a name made
+/// outside the store's API) are left out with their subtrees; files are
+/// passed as listed, and `dir.join(&entry.name)` or `dir.is_valid_child`
+/// tells the visitor whether a path spells them.
+///
+/// The visitor may change the store (expiry deletes as it goes): each
+/// directory is listed once, when it is entered.
+pub fn walk<S: MemoryStore + ?Sized>(
+    store: &S,
+    start: &MemoryPath,
+    order: Order,
+    visit: &mut dyn FnMut(Step<'_>) -> StoreResult<Flow>,
+) -> StoreResult<()> {
+    struct Frame {
+        path: MemoryPath,
+        depth: usize,
+        children: std::vec::IntoIter<DirEntry>,
+    }
+    let list = |dir: &MemoryPath| -> StoreResult<std::vec::IntoIter<DirEntry>> {
+        let mut children = store.list(dir)?;
+        if order == Order::ByName {
+            children.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        }
+        Ok(children.into_iter())
+    };
+    let mut stack = Vec::new();
+    let first = visit(Step::Enter {
+        path: start,
+        entry: None,
+        depth: 0,
+    })?;
+    let children = match first {
+        Flow::Continue => list(start)?,
+        Flow::Skip => Vec::new().into_iter(),
+    };
+    stack.push(Frame {
+        path: start.clone(),
+        depth: 0,
+        children,
+    });
+    while let Some(top) = stack.last_mut() {
+        let depth = top.depth + 1;
+        let Some(entry) = top.children.next() else {
+            if let Some(done) = stack.pop() {
+                visit(Step::Leave {
+                    path: &done.path,
+                    depth: done.depth,
+                })?;
+            }
+            continue;
+        };
+        match entry.kind {
+            EntryKind::File => {
+                visit(Step::File {
+                    dir: &top.path,
+                    entry: &entry,
+                    depth,
+                })?;
+            }
+            EntryKind::Directory => {
+                let Some(path) = top.path.join(&entry.name) else {
+                    continue;
+                };
+                let flow = visit(Step::Enter {
+                    path: &path,
+                    entry: Some(&entry),
+                    depth,
+                })?;
+                let children = match flow {
+                    Flow::Continue => list(&path)?,
+                    Flow::Skip => Vec::new().into_iter(),
+                };
+                stack.push(Frame {
+                    path,
+                    depth,
+                    children,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The total bytes of the files below `start`, hidden ones included: the
+/// default [`MemoryStore::total_size`].
+pub fn total_size<S: MemoryStore + ?Sized>(store: &S, start: &MemoryPath) -> StoreResult<u64> {
+    let mut total = 0u64;
+    walk(store, start, Order::AsListed, &mut |step| {
+        if let Step::File { entry, .. } = step {
+            total = total.saturating_add(entry.len);
+        }
+        Ok(Flow::Continue)
+    })?;
+    Ok(total)
+}

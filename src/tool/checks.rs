@@ -1,0 +1,54 @@
+//! The checks every write passes before it reaches the store: the content
+//! policy and the file and store size limits.
+
+use std::borrow::Cow;
+
+use super::MemoryTool;
+use crate::path::MemoryPath;
+use crate::policy::Decision;
+use crate::render;
+use crate::store::MemoryStore;
+
+impl<S: MemoryStore> MemoryTool<S> {
+    /// The content policy's verdict on a write: the text to write, or the
+    /// model-facing refusal.
+    pub(super) fn apply_policy<'t>(
+        &self,
+        path: &MemoryPath,
+        text: Cow<'t, str>,
+    ) -> Result<Cow<'t, str>, String> {
+        let Some(policy) = &self.policy else {
+            return Ok(text);
+        };
+        match policy.check(path, &text) {
+            Decision::Allow => Ok(text),
+            Decision::Reject(reason) => Err(render::policy_refused(path.as_str(), &reason)),
+            Decision::Redact(redacted) => Ok(redacted.into()),
+        }
+    }
+
+    pub(super) fn check_file_size(&self, raw: &str, size: u64) -> Result<(), String> {
+        let limit = self.config.max_file_size;
+        if size > limit {
+            return Err(render::file_too_large(raw, size, limit));
+        }
+        Ok(())
+    }
+
+    /// Refuses a write that replaces `old` bytes with `new` if the store
+    /// would then exceed its limit.
+    pub(super) fn check_store_size(&self, raw: &str, old: u64, new: u64) -> Result<(), String> {
+        let Some(limit) = self.config.max_store_size else {
+            return Ok(());
+        };
+        let total = self
+            .store
+            .total_size()
+            .map_err(|e| render::storage_failure(&e, raw))?;
+        let after = total.saturating_sub(old) + new;
+        if after > limit {
+            return Err(render::store_too_large(after, limit));
+        }
+        Ok(())
+    }
+}
