@@ -18,18 +18,32 @@
 //!   threads and processes. Creates and renames also use
 //!   `renameat2(RENAME_NOREPLACE)`, so they never overwrite even a file
 //!   written by a program that ignores the lock.
+//!
+//! The store is split along those lines: this module holds the store's
+//! logic (the type, its builder, the write lock and the [`MemoryStore`]
+//! implementation); `resolve` turns a memory path into a directory handle
+//! beneath the root (creating parents for writes); `sys` wraps the raw
+//! `*at` calls and maps their `errno` values to [`StoreError`];
+//! `version` derives the compare-and-swap version from content; `cleanup`
+//! names temporary files and sweeps up those a crash left.
 
-use std::ffi::CStr;
+mod cleanup;
+mod resolve;
+mod sys;
+mod version;
+
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
-use rustix::io::Errno;
+use rustix::fs::{self as rfs, FileType};
 
+use self::resolve::{DirFd, Parent, remove_made};
+use self::sys::{Entry, entry_at, io_error, modified};
+use self::version::content_version;
 use super::{
     Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Op, StoreError,
     StoreResult, Updated, Version, WriteMode,
@@ -37,7 +51,6 @@ use super::{
 use crate::path::{MemoryPath, RESERVED_PREFIX};
 
 const LOCK_FILE: &str = ".claude-memory.lock";
-const TEMP_PREFIX: &str = ".claude-memory.tmp.";
 
 /// A store rooted at a host directory, which stands for `/memories`.
 #[derive(Debug)]
@@ -84,18 +97,9 @@ impl FilesystemStoreBuilder {
         let mut builder = std::fs::DirBuilder::new();
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
         builder.recursive(true).create(&self.root)?;
-        let root = rfs::open(
-            self.root.as_path(),
-            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        let lock = rfs::openat(
-            &root,
-            LOCK_FILE,
-            OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
-            Mode::RUSR | Mode::WUSR,
-        )?;
-        if !FileType::from_raw_mode(rfs::fstat(&lock)?.st_mode).is_file() {
+        let root = sys::open_root(&self.root)?;
+        let lock = sys::open_lock_file(root.as_fd(), LOCK_FILE)?;
+        if !sys::file_type(lock.as_fd())?.is_file() {
             return Err(io::Error::other(
                 "the store's lock file is not a regular file",
             ));
@@ -112,7 +116,7 @@ impl FilesystemStoreBuilder {
             let lock = store
                 .lock(&MemoryPath::root())
                 .map_err(|_| io::Error::other("cannot lock the store"))?;
-            remove_temp_files(store.root.as_fd(), 0)?;
+            cleanup::remove_temp_files(store.root.as_fd(), 0)?;
             drop(lock);
         }
         Ok(store)
@@ -126,41 +130,10 @@ struct WriteLock<'a> {
 
 impl Drop for WriteLock<'_> {
     fn drop(&mut self) {
+        // A drop cannot report an error; the `flock` also ends when the
+        // store closes its lock file.
         let _ = self.file.unlock();
     }
-}
-
-/// A directory handle: the root (borrowed) or one opened beneath it.
-enum DirFd<'a> {
-    Root(BorrowedFd<'a>),
-    Owned(OwnedFd),
-}
-
-impl AsFd for DirFd<'_> {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        match self {
-            DirFd::Root(fd) => *fd,
-            DirFd::Owned(fd) => fd.as_fd(),
-        }
-    }
-}
-
-/// Where the parent directory of a path is.
-enum Parent<'a> {
-    Dir(DirFd<'a>),
-    /// A directory on the way does not exist; all before it are real.
-    Missing,
-    /// The ancestor with this many components is a file.
-    File(usize),
-}
-
-/// What is at a name inside a directory, not following links.
-enum Entry {
-    Absent,
-    File(rfs::Stat),
-    Dir,
-    Symlink,
-    Other,
 }
 
 impl FilesystemStore {
@@ -191,111 +164,6 @@ impl FilesystemStore {
         Ok(WriteLock { file })
     }
 
-    /// Opens the directory holding `path`'s last component, beneath the
-    /// root, refusing symbolic links.
-    fn parent(&self, path: &MemoryPath) -> StoreResult<Parent<'_>> {
-        let Some((_, parents)) = path.components().split_last() else {
-            return Ok(Parent::Dir(DirFd::Root(self.root.as_fd())));
-        };
-        if parents.is_empty() {
-            return Ok(Parent::Dir(DirFd::Root(self.root.as_fd())));
-        }
-        #[cfg(target_os = "linux")]
-        if self.use_openat2.load(Ordering::Relaxed) {
-            use rustix::fs::ResolveFlags;
-            let resolve =
-                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-            match rfs::openat2(
-                &self.root,
-                parents.join("/"),
-                dir_flags(),
-                Mode::empty(),
-                resolve,
-            ) {
-                Ok(fd) => return Ok(Parent::Dir(DirFd::Owned(fd))),
-                // Old kernel or a sandbox without openat2: walk from now on.
-                Err(Errno::NOSYS) | Err(Errno::PERM) => {
-                    self.use_openat2.store(false, Ordering::Relaxed)
-                }
-                // Anything else: the walk below says precisely what is wrong.
-                Err(_) => {}
-            }
-        }
-        self.walk(path, parents, false).map(|(parent, _)| parent)
-    }
-
-    /// Walks `dirs` from the root one `openat(O_NOFOLLOW)` at a time,
-    /// creating missing directories (mode 0700) when `create`. Returns the
-    /// last directory and the directories it made (each with its parent's
-    /// handle), so a failed write can remove them again.
-    fn walk(
-        &self,
-        path: &MemoryPath,
-        dirs: &[String],
-        create: bool,
-    ) -> StoreResult<(Parent<'_>, Vec<(OwnedFd, String)>)> {
-        let mut made: Vec<(OwnedFd, String)> = Vec::new();
-        let mut cur = DirFd::Root(self.root.as_fd());
-        for (i, name) in dirs.iter().enumerate() {
-            let mut attempts = 0;
-            let next = loop {
-                attempts += 1;
-                if attempts > 16 {
-                    remove_made(&made);
-                    return Err(io_error(Op::CreateDirectory, path, Errno::AGAIN));
-                }
-                match rfs::openat(&cur, name.as_str(), dir_flags(), Mode::empty()) {
-                    Ok(fd) => break fd,
-                    Err(Errno::NOENT) if create => {
-                        match rfs::mkdirat(&cur, name.as_str(), Mode::RWXU) {
-                            Ok(()) => {
-                                if let Ok(parent) = dup_dir(&cur) {
-                                    made.push((parent, name.clone()));
-                                }
-                            }
-                            Err(Errno::EXIST) => {}
-                            Err(e) => {
-                                remove_made(&made);
-                                return Err(io_error(Op::CreateDirectory, path, e));
-                            }
-                        }
-                    }
-                    Err(Errno::NOENT) => return Ok((Parent::Missing, made)),
-                    Err(Errno::INTR) => {}
-                    Err(e) => {
-                        remove_made(&made);
-                        return match entry_at(cur.as_fd(), name) {
-                            Ok(Entry::Symlink) => Err(StoreError::Symlink { path: path.clone() }),
-                            Ok(Entry::Absent) => Ok((Parent::Missing, Vec::new())),
-                            Ok(Entry::Dir) => Err(io_error(Op::OpenDirectory, path, e)),
-                            Ok(_) => Ok((Parent::File(i + 1), Vec::new())),
-                            Err(e) => Err(io_error(Op::Stat, path, e)),
-                        };
-                    }
-                }
-            };
-            cur = DirFd::Owned(next);
-        }
-        if self.durable {
-            for (parent, _) in &made {
-                rfs::fsync(parent).map_err(|e| io_error(Op::Sync, path, e))?;
-            }
-        }
-        Ok((Parent::Dir(cur), made))
-    }
-
-    /// The parent directory, created if missing.
-    fn make_parent(&self, path: &MemoryPath) -> StoreResult<(DirFd<'_>, Vec<(OwnedFd, String)>)> {
-        let Some((_, parents)) = path.components().split_last() else {
-            return Ok((DirFd::Root(self.root.as_fd()), Vec::new()));
-        };
-        match self.walk(path, parents, true)? {
-            (Parent::Dir(fd), made) => Ok((fd, made)),
-            (Parent::File(depth), _) => Err(StoreError::parent_not_directory(path, depth)),
-            (Parent::Missing, _) => Err(StoreError::NotFound { path: path.clone() }),
-        }
-    }
-
     /// Opens a regular file for reading without following a link; refuses
     /// directories, special files and hard-linked files.
     /// Also returns the directory it is in, for a write back.
@@ -309,15 +177,7 @@ impl FilesystemStore {
             _ => return Err(not_found()),
         };
         let name = path.name().unwrap_or_default();
-        // NONBLOCK: opening a FIFO someone planted must not hang.
-        let flags =
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
-        let fd = match rfs::openat(&dir, name, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) | Err(Errno::NOTDIR) => return Err(not_found()),
-            Err(Errno::LOOP) => return Err(StoreError::Symlink { path: path.clone() }),
-            Err(e) => return Err(io_error(Op::Open, path, e)),
-        };
+        let fd = sys::open_for_read(&dir, name, path)?;
         let stat = rfs::fstat(&fd).map_err(|e| io_error(Op::Stat, path, e))?;
         match FileType::from_raw_mode(stat.st_mode) {
             FileType::RegularFile if stat.st_nlink > 1 => {
@@ -362,11 +222,8 @@ impl FilesystemStore {
         no_replace: bool,
     ) -> StoreResult<()> {
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
-        let temp = format!("{TEMP_PREFIX}{}.{n}", std::process::id());
-        let flags =
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = rfs::openat(dir, temp.as_str(), flags, Mode::RUSR | Mode::WUSR)
-            .map_err(|e| io_error(Op::Write, path, e))?;
+        let temp = cleanup::temp_name(n);
+        let fd = sys::create_new(dir, &temp).map_err(|e| io_error(Op::Write, path, e))?;
         let result = (|| -> StoreResult<()> {
             let mut file = File::from(fd);
             file.write_all(data)
@@ -377,15 +234,15 @@ impl FilesystemStore {
             }
             drop(file);
             if no_replace {
-                rename_no_replace(dir.as_fd(), &temp, dir.as_fd(), name, path)?;
+                sys::rename_no_replace(dir.as_fd(), &temp, dir.as_fd(), name, path)?;
             } else {
-                rfs::renameat(dir, temp.as_str(), dir, name)
-                    .map_err(|e| io_error(Op::Write, path, e))?;
+                sys::rename_replace(dir, &temp, name).map_err(|e| io_error(Op::Write, path, e))?;
             }
             Ok(())
         })();
         if result.is_err() {
-            let _ = rfs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+            // Best effort: the write's own error is the one to report.
+            let _ = sys::unlink(dir, temp.as_str());
             return result;
         }
         self.sync(path, dir)
@@ -393,7 +250,7 @@ impl FilesystemStore {
 
     fn sync(&self, path: &MemoryPath, dir: &impl AsFd) -> StoreResult<()> {
         if self.durable {
-            rfs::fsync(dir).map_err(|e| io_error(Op::Sync, path, e))?;
+            sys::sync_dir(path, dir)?;
         }
         Ok(())
     }
@@ -520,7 +377,7 @@ impl MemoryStore for FilesystemStore {
                         });
                     }
                 };
-                match rfs::openat(&parent, name, dir_flags(), Mode::empty()) {
+                match sys::open_dir(&parent, name) {
                     Ok(fd) => DirFd::Owned(fd),
                     Err(e) => {
                         return Err(match entry_at(parent.as_fd(), name) {
@@ -541,7 +398,7 @@ impl MemoryStore for FilesystemStore {
         };
         let io_err = |e| io_error(Op::List, dir_path, e);
         let mut entries = Vec::new();
-        for_each_entry(fd.as_fd(), |name, file_type| {
+        sys::for_each_entry(fd.as_fd(), |name, file_type| {
             let Ok(name) = name.to_str() else {
                 return Ok(()); // not UTF-8: no memory path can name it
             };
@@ -580,8 +437,8 @@ impl MemoryStore for FilesystemStore {
         };
         let result = match entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Delete, path, e))? {
             Entry::Absent => return Err(StoreError::NotFound { path: path.clone() }),
-            Entry::Dir => remove_tree(dir.as_fd(), name, 0),
-            _ => rfs::unlinkat(&dir, name, AtFlags::empty()),
+            Entry::Dir => sys::remove_tree(dir.as_fd(), name, 0),
+            _ => sys::unlink(&dir, name),
         };
         result.map_err(|e| io_error(Op::Delete, path, e))?;
         self.sync(path, &dir)
@@ -616,7 +473,8 @@ impl MemoryStore for FilesystemStore {
             Parent::Missing => {}
         }
         let (to_dir, made) = self.make_parent(to)?;
-        if let Err(e) = rename_no_replace(from_dir.as_fd(), from_name, to_dir.as_fd(), to_name, to)
+        if let Err(e) =
+            sys::rename_no_replace(from_dir.as_fd(), from_name, to_dir.as_fd(), to_name, to)
         {
             remove_made(&made);
             return Err(e);
@@ -626,235 +484,5 @@ impl MemoryStore for FilesystemStore {
             self.sync(from, &from_dir)?;
         }
         self.sync(to, &to_dir)
-    }
-}
-
-/// A file's modification time from its `stat`.
-fn modified(stat: &rfs::Stat) -> Option<std::time::SystemTime> {
-    let secs = u64::try_from(stat.st_mtime).ok()?;
-    let nanos = u32::try_from(stat.st_mtime_nsec).ok()?;
-    std::time::UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos))
-}
-
-/// Flags for opening a directory beneath another without following links.
-fn dir_flags() -> OFlags {
-    OFlags::DIRECTORY | OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC
-}
-
-fn io_error(op: Op, path: &MemoryPath, e: Errno) -> StoreError {
-    StoreError::io(op, path, io::Error::from(e))
-}
-
-/// What is at `name` in `dir`, without following a link.
-fn entry_at(dir: BorrowedFd<'_>, name: &str) -> Result<Entry, Errno> {
-    match rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(stat) => Ok(match FileType::from_raw_mode(stat.st_mode) {
-            FileType::RegularFile => Entry::File(stat),
-            FileType::Directory => Entry::Dir,
-            FileType::Symlink => Entry::Symlink,
-            _ => Entry::Other,
-        }),
-        Err(Errno::NOENT) | Err(Errno::NOTDIR) => Ok(Entry::Absent),
-        Err(e) => Err(e),
-    }
-}
-
-/// Renames without ever replacing the destination: `renameat2` with
-/// `RENAME_NOREPLACE`, or (where the filesystem lacks it) `linkat` and
-/// `unlinkat` for files; directories then rely on the store lock.
-fn rename_no_replace(
-    from_dir: BorrowedFd<'_>,
-    from: &str,
-    to_dir: BorrowedFd<'_>,
-    to: &str,
-    path: &MemoryPath,
-) -> StoreResult<()> {
-    #[cfg(target_os = "linux")]
-    match rfs::renameat_with(from_dir, from, to_dir, to, rfs::RenameFlags::NOREPLACE) {
-        Ok(()) => return Ok(()),
-        Err(Errno::EXIST) => return Err(StoreError::AlreadyExists { path: path.clone() }),
-        Err(Errno::INVAL) | Err(Errno::NOSYS) => {}
-        Err(e) => return Err(io_error(Op::Rename, path, e)),
-    }
-    let is_dir = matches!(entry_at(from_dir, from), Ok(Entry::Dir));
-    if is_dir {
-        return match entry_at(to_dir, to) {
-            Ok(Entry::Absent) => {
-                rfs::renameat(from_dir, from, to_dir, to).map_err(|e| io_error(Op::Rename, path, e))
-            }
-            Ok(_) => Err(StoreError::AlreadyExists { path: path.clone() }),
-            Err(e) => Err(io_error(Op::Rename, path, e)),
-        };
-    }
-    match rfs::linkat(from_dir, from, to_dir, to, AtFlags::empty()) {
-        Ok(()) => rfs::unlinkat(from_dir, from, AtFlags::empty())
-            .map_err(|e| io_error(Op::Rename, path, e)),
-        Err(Errno::EXIST) => Err(StoreError::AlreadyExists { path: path.clone() }),
-        Err(e) => Err(io_error(Op::Rename, path, e)),
-    }
-}
-
-/// A handle on the same directory, for removing what a write created.
-fn dup_dir(dir: &DirFd<'_>) -> Result<OwnedFd, Errno> {
-    rfs::openat(dir, ".", dir_flags(), Mode::empty())
-}
-
-/// Removes directories a failed write created, innermost first.
-fn remove_made(made: &[(OwnedFd, String)]) {
-    for (parent, name) in made.iter().rev() {
-        let _ = rfs::unlinkat(parent, name.as_str(), AtFlags::REMOVEDIR);
-    }
-}
-
-/// Calls `f` with each entry of `dir` but `.` and `..`.
-fn for_each_entry(
-    dir: BorrowedFd<'_>,
-    mut f: impl FnMut(&CStr, FileType) -> Result<(), Errno>,
-) -> Result<(), Errno> {
-    let mut entries = rfs::Dir::read_from(dir)?;
-    while let Some(entry) = entries.read() {
-        let entry = entry?;
-        let name = entry.file_name();
-        if name == c"." || name == c".." {
-            continue;
-        }
-        let mut file_type = entry.file_type();
-        if file_type == FileType::Unknown {
-            file_type = match rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(stat) => FileType::from_raw_mode(stat.st_mode),
-                Err(Errno::NOENT) => continue,
-                Err(e) => return Err(e),
-            };
-        }
-        f(name, file_type)?;
-    }
-    Ok(())
-}
-
-/// Deepest directory nesting the recursive helpers descend into.
-const MAX_DEPTH: usize = 4096;
-
-/// Removes the directory `name` in `parent` and everything below it,
-/// through handles only: a directory swapped for a link mid-way is
-/// unlinked, never followed.
-fn remove_tree<P: rustix::path::Arg + Copy>(
-    parent: BorrowedFd<'_>,
-    name: P,
-    depth: usize,
-) -> Result<(), Errno> {
-    let dir = match rfs::openat(parent, name, dir_flags(), Mode::empty()) {
-        Ok(fd) => fd,
-        Err(Errno::LOOP) | Err(Errno::NOTDIR) => {
-            return rfs::unlinkat(parent, name, AtFlags::empty());
-        }
-        Err(Errno::NOENT) => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    if depth > MAX_DEPTH {
-        return Err(Errno::NAMETOOLONG);
-    }
-    let mut children = Vec::new();
-    for_each_entry(dir.as_fd(), |child, file_type| {
-        children.push((child.to_owned(), file_type == FileType::Directory));
-        Ok(())
-    })?;
-    for (child, is_dir) in children {
-        let result = if is_dir {
-            remove_tree(dir.as_fd(), child.as_c_str(), depth + 1)
-        } else {
-            rfs::unlinkat(&dir, child.as_c_str(), AtFlags::empty())
-        };
-        match result {
-            Ok(()) | Err(Errno::NOENT) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    match rfs::unlinkat(parent, name, AtFlags::REMOVEDIR) {
-        Ok(()) | Err(Errno::NOENT) => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
-/// Removes temporary files a crashed writer left, anywhere below `dir`.
-/// Runs under the store lock, so no live writer's file is touched.
-fn remove_temp_files(dir: BorrowedFd<'_>, depth: usize) -> io::Result<()> {
-    if depth > MAX_DEPTH {
-        return Ok(());
-    }
-    let mut subdirs = Vec::new();
-    for_each_entry(dir, |name, file_type| {
-        match file_type {
-            FileType::Directory => subdirs.push(name.to_owned()),
-            _ if name.to_bytes().starts_with(TEMP_PREFIX.as_bytes()) => {
-                match rfs::unlinkat(dir, name, AtFlags::empty()) {
-                    Ok(()) | Err(Errno::NOENT) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            _ => {}
-        }
-        Ok(())
-    })?;
-    for name in subdirs {
-        if let Ok(sub) = rfs::openat(dir, name.as_c_str(), dir_flags(), Mode::empty()) {
-            remove_temp_files(sub.as_fd(), depth + 1)?;
-        }
-    }
-    Ok(())
-}
-
-/// A content hash: equal content, equal version, whatever wrote it.
-///
-/// Versions are only compared within one process (an edit reads, then
-/// compares under the lock), so the hash is keyed with a per-process random
-/// seed: content cannot be crafted to collide. It folds 8 bytes per
-/// multiply, several GB/s, since edits hash the file twice.
-fn content_version(data: &[u8]) -> Version {
-    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    let seed = *SEED.get_or_init(|| {
-        use std::hash::BuildHasher;
-        std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64)
-    });
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let fold = |a: u64, b: u64| {
-        let m = u128::from(a).wrapping_mul(u128::from(b));
-        (m as u64) ^ ((m >> 64) as u64)
-    };
-    let mut h = seed ^ (data.len() as u64).wrapping_mul(K);
-    let mut words = data.chunks_exact(8);
-    for w in &mut words {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(w);
-        h = fold(h ^ u64::from_le_bytes(b), K);
-    }
-    let mut last = [0u8; 8];
-    last[..words.remainder().len()].copy_from_slice(words.remainder());
-    h = fold(h ^ u64::from_le_bytes(last), K ^ seed);
-    h = fold(h, K.rotate_left(17));
-    Version::new((u128::from(h) << 64) | data.len() as u128)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::content_version;
-
-    #[test]
-    fn versions_tell_contents_apart() {
-        let mut seen = std::collections::HashSet::new();
-        let base = b"the quick brown fox jumps over the lazy dog".to_vec();
-        for i in 0..base.len() {
-            for bit in 0..8 {
-                let mut v = base.clone();
-                v[i] ^= 1 << bit;
-                assert!(
-                    seen.insert(content_version(&v)),
-                    "collision at byte {i} bit {bit}"
-                );
-            }
-        }
-        assert!(seen.insert(content_version(&base)));
-        assert_eq!(content_version(b"same"), content_version(b"same"));
-        assert_ne!(content_version(b""), content_version(b"\0"));
-        assert_ne!(content_version(b"a"), content_version(b"a\0"));
     }
 }
