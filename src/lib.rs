@@ -32,6 +32,28 @@
 //!   writes (temp file, fsync, rename, fsync dir), modes 0600/0700, refuses
 //!   symbolic links, locked against concurrent writers.
 //! - [`InMemoryStore`]: a tree in memory, for tests and ephemeral agents.
+//! - `SqliteStore` (feature `sqlite`): one embedded database file, durable,
+//!   for a single machine.
+//! - `PostgresStore` (feature `postgres`): a shared database for many agent
+//!   processes on many machines.
+//! - [`TenantStore`]: one tenant's `/memories` inside any of the above.
+//!
+//! # Features
+//!
+//! | feature | adds |
+//! | --- | --- |
+//! | `tokio` | `AsyncMemoryTool`: the handler on Tokio's blocking pool |
+//! | `sqlite` | `SqliteStore` (bundled SQLite) |
+//! | `postgres` | `PostgresStore` |
+//! | `cli` | the `claude-memory` command-line tool |
+//! | `conformance` | the [`conformance`] suite, to prove your own store |
+//!
+//! # Where things live
+//!
+//! [`path`] validates paths; `tool/` holds the handler, one file per
+//! command; every model-facing string is in `render.rs`; [`store`] holds
+//! the trait, the tree walk and each backend; [`backup`], [`expiry`],
+//! [`policy`] and [`audit`] are operations on top.
 //!
 //! # One step of a tool-use loop
 //!
@@ -67,6 +89,9 @@
 //! // Next request: append {"role": "user", "content": results}.
 //! ```
 #![warn(missing_docs)]
+// The crate has no unsafe code: the filesystem store reaches the `*at`
+// system calls through rustix's safe wrappers.
+#![forbid(unsafe_code)]
 
 pub mod api;
 #[cfg(feature = "tokio")]

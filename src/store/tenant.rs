@@ -73,6 +73,7 @@ impl<S: MemoryStore> TenantStore<S> {
     }
 }
 
+#[deny(clippy::missing_trait_methods)]
 impl<S: MemoryStore> MemoryStore for TenantStore<S> {
     fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
         if path.is_root() {
@@ -151,6 +152,9 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
             .map_err(|e| self.outer(e))
     }
 
-    // `total_size` is deliberately not forwarded: the default walks this
-    // tenant's files only.
+    /// This tenant's files only: the base's total would count every
+    /// tenant's, so it is walked here rather than forwarded.
+    fn total_size(&self) -> StoreResult<u64> {
+        super::walk::total_size(self, &MemoryPath::root())
+    }
 }
