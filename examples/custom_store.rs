@@ -19,7 +19,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use claude_memory::store::{
-    DirEntry, FileContent, FileReader, Metadata, StoreResult, Version, WriteMode,
+    Change, DirEntry, FileContent, FileReader, Metadata, StoreResult, Updated, Version, WriteMode,
 };
 use claude_memory::{InMemoryStore, MemoryPath, MemoryStore, MemoryTool, conformance};
 use serde_json::json;
@@ -50,6 +50,12 @@ impl<S: MemoryStore> AuditStore<S> {
     }
 }
 
+// A wrapper forwards every method, defaulted ones too: otherwise the trait's
+// generic default runs instead of the inner store's own (for a
+// FilesystemStore, `update` would become a compare-and-swap loop instead
+// of its locked read-modify-write). The lint makes a new trait method a
+// compile error here until it is forwarded.
+#[deny(clippy::missing_trait_methods)]
 impl<S: MemoryStore> MemoryStore for AuditStore<S> {
     fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
         self.reads.fetch_add(1, Ordering::Relaxed);
@@ -101,6 +107,27 @@ impl<S: MemoryStore> MemoryStore for AuditStore<S> {
             outcome(&result)
         ));
         result
+    }
+
+    fn update(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        let result = self.inner.update(path, limit, change);
+        let what = match &result {
+            Ok(Updated::Written(data)) => format!("ok ({} bytes)", data.len()),
+            Ok(Updated::Aborted) => "aborted".to_owned(),
+            Err(e) => format!("refused ({e})"),
+        };
+        self.log(format_args!("update {}: {what}", path.normalized()));
+        result
+    }
+
+    fn total_size(&self) -> StoreResult<u64> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.inner.total_size()
     }
 }
 

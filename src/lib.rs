@@ -24,7 +24,7 @@
 //! - [`MemoryStore`]: a handful of primitives (stat, read, atomic write with
 //!   create / overwrite / compare-and-swap modes, list, delete, rename
 //!   without overwrite). Implement it for your own backend and prove it with
-//!   the [`conformance`] suite.
+//!   the `conformance` suite (feature `conformance`, for your tests).
 //!
 //! # Available stores
 //!
@@ -102,6 +102,7 @@ mod base64;
 pub mod bridge;
 mod command;
 mod config;
+#[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod expiry;
 mod lines;

@@ -1,5 +1,37 @@
 //! The shared conformance suite, run against both built-in backends.
 
+use std::collections::BTreeMap;
+
+/// The tests `conformance_tests!` generated, as this binary's test harness
+/// lists them, are exactly `CASES` in every module that uses the macro, so
+/// `run_all` and `examples/custom_store.rs` run what `cargo test` runs.
+#[test]
+fn generated_tests_are_exactly_the_listed_cases() {
+    let exe = std::env::current_exe().expect("this test binary");
+    let out = std::process::Command::new(exe)
+        .args(["--list", "--format", "terse"])
+        .output()
+        .expect("list this binary's tests");
+    assert!(out.status.success(), "--list failed: {out:?}");
+    let listing = String::from_utf8(out.stdout).expect("UTF-8 listing");
+    let mut modules: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for test in listing.lines().filter_map(|l| l.strip_suffix(": test")) {
+        if let Some((module, name)) = test.rsplit_once("::") {
+            modules.entry(module).or_default().push(name);
+        }
+    }
+    let mut cases: Vec<&str> = claude_memory::conformance::CASES
+        .iter()
+        .map(|(name, _)| *name)
+        .collect();
+    cases.sort_unstable();
+    assert!(modules.contains_key("in_memory"), "listing: {listing}");
+    for (module, mut tests) in modules {
+        tests.sort_unstable();
+        assert_eq!(tests, cases, "module {module}");
+    }
+}
+
 mod in_memory {
     claude_memory::conformance_tests!(|run| run(&claude_memory::InMemoryStore::new()));
 }

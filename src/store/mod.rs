@@ -161,7 +161,8 @@ pub enum WriteMode {
 
 /// Primitive storage operations under the virtual `/memories` root.
 ///
-/// Contract, checked by [`conformance`](crate::conformance) for every backend:
+/// Contract, checked by the `conformance` suite (feature `conformance`) for
+/// every backend:
 ///
 /// - `write` is atomic: readers see the old content or the new, never a mix;
 ///   missing parent directories are created, and a parent that is a file is
@@ -174,6 +175,21 @@ pub enum WriteMode {
 /// - The root always exists and is a directory.
 ///
 /// Implementations must be safe to call from many threads at once.
+///
+/// # Wrappers
+///
+/// A store that wraps another (for logging, metrics, encryption) must
+/// forward every method to the inner store, the provided ones included,
+/// and not only the required ones. A provided method left out runs this
+/// trait's generic default over the wrapper instead of the inner store's
+/// own implementation: `update` falls back to a compare-and-swap loop in
+/// place of a store's locked read-modify-write, `open` reads a whole file
+/// instead of streaming it, and `total_size` walks every directory instead
+/// of asking the store. Where forwarding would be wrong (a wrapper showing
+/// only part of the inner store cannot forward `total_size`), write the
+/// method out on purpose. Put `#[deny(clippy::missing_trait_methods)]` on
+/// the `impl`, so a method added to this trait later fails the build until
+/// the wrapper handles it too.
 pub trait MemoryStore: Send + Sync {
     /// Kind and size of the entry at `path`, or `None` if nothing is there
     /// (including when an ancestor is a file).
@@ -252,6 +268,7 @@ pub trait MemoryStore: Send + Sync {
 
 macro_rules! forward_store {
     ($($ty:ty),*) => {$(
+        #[deny(clippy::missing_trait_methods)]
         impl<S: MemoryStore + ?Sized> MemoryStore for $ty {
             fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
                 (**self).stat(path)

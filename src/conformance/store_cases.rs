@@ -1,0 +1,292 @@
+//! Contract cases on the store primitives themselves: write modes,
+//! rename and delete, list and stat, `update`, concurrent edits and files
+//! over the size limit.
+
+use serde_json::json;
+
+use super::helpers::{
+    bytes, create, err, exists, insert, ok, path, put, replace, text_of, tool, view, view_range,
+};
+use crate::path::MemoryPath;
+use crate::store::{EntryKind, MemoryStore, StoreError, WriteMode};
+
+fn store_err<T: std::fmt::Debug>(result: Result<T, StoreError>) -> StoreError {
+    match result {
+        Ok(v) => panic!("expected a store error, got {v:?}"),
+        Err(e) => e,
+    }
+}
+
+/// `Create` is create-if-absent, `Overwrite` never replaces a directory,
+/// `Update` is a compare-and-swap on the version read.
+pub fn store_write_modes(store: &dyn MemoryStore) {
+    let a = path("/memories/a.txt");
+    assert!(store.write(&a, b"one", WriteMode::Create).is_ok());
+    assert!(matches!(
+        store_err(store.write(&a, b"two", WriteMode::Create)),
+        StoreError::AlreadyExists { .. }
+    ));
+    let first = store.read(&a, u64::MAX).map(|f| f.version).ok();
+    let again = store.read(&a, u64::MAX).map(|f| f.version).ok();
+    assert!(
+        first.is_some() && first == again,
+        "an unchanged file keeps its version"
+    );
+    assert!(store.write(&a, b"two", WriteMode::Overwrite).is_ok());
+    let second = store.read(&a, u64::MAX).map(|f| f.version).ok();
+    assert_ne!(first, second, "a write changes the version");
+    if let Some(stale) = first {
+        assert!(matches!(
+            store_err(store.write(&a, b"lost", WriteMode::Update(stale))),
+            StoreError::Conflict { .. }
+        ));
+    }
+    assert_eq!(bytes(store, "/memories/a.txt"), b"two");
+    if let Some(current) = second {
+        assert!(
+            store
+                .write(&a, b"three", WriteMode::Update(current))
+                .is_ok()
+        );
+    }
+    assert_eq!(bytes(store, "/memories/a.txt"), b"three");
+    let missing = path("/memories/missing.txt");
+    if let Some(v) = second {
+        assert!(matches!(
+            store_err(store.write(&missing, b"x", WriteMode::Update(v))),
+            StoreError::NotFound { .. }
+        ));
+    }
+    assert!(!exists(store, "/memories/missing.txt"));
+    match store_err(store.write(&path("/memories/a.txt/b/c"), b"x", WriteMode::Create)) {
+        StoreError::ParentNotDirectory { parent, .. } => {
+            assert_eq!(parent.normalized(), "/memories/a.txt")
+        }
+        other => panic!("expected ParentNotDirectory, got {other:?}"),
+    }
+    put(store, "/memories/d/x", b"x");
+    assert!(matches!(
+        store_err(store.write(&path("/memories/d"), b"x", WriteMode::Overwrite)),
+        StoreError::IsADirectory { .. }
+    ));
+    assert!(matches!(
+        store_err(store.write(&path("/memories/d"), b"x", WriteMode::Create)),
+        StoreError::AlreadyExists { .. }
+    ));
+    assert!(matches!(
+        store_err(store.read(&path("/memories/d"), u64::MAX)),
+        StoreError::IsADirectory { .. }
+    ));
+    assert!(matches!(
+        store_err(store.read(&path("/memories/zzz"), u64::MAX)),
+        StoreError::NotFound { .. }
+    ));
+}
+
+/// `rename` never overwrites; `delete` is recursive; misses are `NotFound`.
+pub fn store_rename_and_delete(store: &dyn MemoryStore) {
+    put(store, "/memories/a", b"a");
+    put(store, "/memories/b", b"b");
+    assert!(matches!(
+        store_err(store.rename(&path("/memories/a"), &path("/memories/b"))),
+        StoreError::AlreadyExists { .. }
+    ));
+    assert!(matches!(
+        store_err(store.rename(&path("/memories/zz"), &path("/memories/c"))),
+        StoreError::NotFound { .. }
+    ));
+    assert_eq!(bytes(store, "/memories/a"), b"a");
+    assert_eq!(bytes(store, "/memories/b"), b"b");
+    assert!(
+        store
+            .rename(&path("/memories/a"), &path("/memories/n/c"))
+            .is_ok()
+    );
+    assert_eq!(bytes(store, "/memories/n/c"), b"a");
+    assert!(store.delete(&path("/memories/n")).is_ok());
+    assert!(!exists(store, "/memories/n/c"));
+    assert!(matches!(
+        store_err(store.delete(&path("/memories/n"))),
+        StoreError::NotFound { .. }
+    ));
+}
+
+/// `list` shows direct children with hidden names; `stat` reports kinds,
+/// sizes and `None` below a file; `total_size` counts every file.
+pub fn store_list_and_stat(store: &dyn MemoryStore) {
+    put(store, "/memories/.h", b"hh");
+    put(store, "/memories/d/f", b"fff");
+    put(store, "/memories/g", b"g");
+    let before = std::time::SystemTime::now() - std::time::Duration::from_secs(5);
+    let listed = store.list(&MemoryPath::root());
+    if let Ok(entries) = &listed {
+        for e in entries.iter().filter(|e| e.kind == EntryKind::File) {
+            assert!(
+                e.modified.is_some_and(|m| m >= before),
+                "{} has no recent modification time",
+                e.name
+            );
+        }
+    }
+    let mut names: Vec<(String, EntryKind, u64)> = match listed {
+        Ok(entries) => entries
+            .into_iter()
+            .map(|e| (e.name, e.kind, e.len))
+            .collect(),
+        Err(e) => panic!("list failed: {e}"),
+    };
+    names.sort();
+    assert_eq!(
+        names,
+        vec![
+            (".h".to_owned(), EntryKind::File, 2),
+            ("d".to_owned(), EntryKind::Directory, 0),
+            ("g".to_owned(), EntryKind::File, 1),
+        ]
+    );
+    assert!(matches!(
+        store_err(store.list(&path("/memories/g"))),
+        StoreError::NotADirectory { .. }
+    ));
+    assert!(matches!(
+        store_err(store.list(&path("/memories/none"))),
+        StoreError::NotFound { .. }
+    ));
+    let stat = |p: &str| store.stat(&path(p)).ok().flatten().map(|m| (m.kind, m.len));
+    let written = store
+        .stat(&path("/memories/g"))
+        .ok()
+        .flatten()
+        .and_then(|m| m.modified);
+    assert!(
+        written.is_some_and(|m| m >= before),
+        "stat reports when a file was written"
+    );
+    assert_eq!(stat("/memories"), Some((EntryKind::Directory, 0)));
+    assert_eq!(stat("/memories/d/f"), Some((EntryKind::File, 3)));
+    assert_eq!(stat("/memories/g/x"), None);
+    assert_eq!(store.total_size().ok(), Some(6));
+}
+
+/// Concurrent edits of one file: every edit reported as a success is in
+/// the final file, and nothing else is.
+pub fn concurrent_edits_are_never_lost(store: &dyn MemoryStore) {
+    let t = tool(store);
+    create(&t, "/memories/log.txt", "");
+    let threads = 4;
+    let per_thread = 25;
+    let succeeded: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let t = &t;
+                s.spawn(move || {
+                    let mut mine = Vec::new();
+                    for j in 0..per_thread {
+                        let line = format!("t{i}-{j}");
+                        if !t.dispatch(&insert("/memories/log.txt", 0, &line)).is_error {
+                            mine.push(line);
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    let text = String::from_utf8(bytes(store, "/memories/log.txt")).unwrap_or_default();
+    let mut got: Vec<&str> = text.lines().collect();
+    let mut want: Vec<&str> = succeeded.iter().map(String::as_str).collect();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(
+        got, want,
+        "the file holds exactly the edits reported as successful"
+    );
+    assert!(!want.is_empty(), "some edits succeed");
+}
+
+/// A file over the size limit (placed by someone else) can be viewed in
+/// ranges, but edits refuse it before reading it whole; `read` with a limit
+/// reports [`StoreError::TooLarge`].
+pub fn oversized_files_are_viewed_but_never_read_whole_for_edits(store: &dyn MemoryStore) {
+    // 17 bytes a line; numbered, 23 characters (24 with the newline), so
+    // 16,000 characters hold 666 lines.
+    let line = "0123456789abcdef\n";
+    let big: String = line.repeat(70_000); // 1,190,000 bytes, 70,000 lines
+    put(store, "/memories/big.txt", big.as_bytes());
+    let t = tool(store);
+    ok(
+        &t,
+        view_range("/memories/big.txt", json!([69_999, -1])),
+        "Here's the content of /memories/big.txt with line numbers:\n 69999\t0123456789abcdef\n 70000\t0123456789abcdef",
+    );
+    let view = t.dispatch(&view("/memories/big.txt"));
+    assert!(!view.is_error);
+    assert!(
+        text_of(&view).ends_with(
+            "[Output truncated: showing lines 1-666 of 70000. Use view_range to see the rest.]"
+        ),
+        "{}",
+        &text_of(&view)[text_of(&view).len().saturating_sub(200)..]
+    );
+    err(
+        &t,
+        replace("/memories/big.txt", "0123", Some("x")),
+        "Error: File /memories/big.txt is 1190000 bytes, over the limit of 1048576 bytes, so it cannot be edited",
+    );
+    err(
+        &t,
+        insert("/memories/big.txt", 0, "x"),
+        "Error: File /memories/big.txt is 1190000 bytes, over the limit of 1048576 bytes, so it cannot be edited",
+    );
+    match store.read(&path("/memories/big.txt"), 1000) {
+        Err(StoreError::TooLarge { len, .. }) => assert_eq!(len, 1_190_000),
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    assert_eq!(bytes(store, "/memories/big.txt").len(), 1_190_000);
+}
+
+/// `update` hands the change the current bytes and writes what it returns,
+/// or nothing on [`Abort`](crate::store::Abort); it refuses missing files,
+/// directories and files over the limit without calling the change.
+pub fn store_update_writes_or_aborts(store: &dyn MemoryStore) {
+    use crate::store::{Abort, Updated};
+    put(store, "/memories/u.md", b"one");
+    let p = path("/memories/u.md");
+    let mut seen = Vec::new();
+    let done = store.update(&p, 100, &mut |old: &[u8]| {
+        seen.push(old.to_vec());
+        Ok([old, b" two"].concat())
+    });
+    assert_eq!(done.ok(), Some(Updated::Written(b"one two".to_vec())));
+    assert_eq!(seen.last().map(Vec::as_slice), Some(&b"one"[..]));
+    assert_eq!(bytes(store, "/memories/u.md"), b"one two");
+    let aborted = store.update(&p, 100, &mut |_: &[u8]| Err(Abort));
+    assert_eq!(aborted.ok(), Some(Updated::Aborted));
+    assert_eq!(bytes(store, "/memories/u.md"), b"one two");
+    let mut called = false;
+    let mut never = |_: &[u8]| {
+        called = true;
+        Err(Abort)
+    };
+    assert!(matches!(
+        store_err(store.update(&path("/memories/none"), 100, &mut never)),
+        StoreError::NotFound { .. }
+    ));
+    put(store, "/memories/d/x", b"x");
+    assert!(matches!(
+        store_err(store.update(&path("/memories/d"), 100, &mut never)),
+        StoreError::IsADirectory { .. }
+    ));
+    assert!(matches!(
+        store_err(store.update(&p, 3, &mut never)),
+        StoreError::TooLarge { .. }
+    ));
+    assert!(
+        !called,
+        "the change is not called when there is nothing to change"
+    );
+}
