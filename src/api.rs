@@ -78,8 +78,9 @@ pub struct ToolUseBlock {
     pub name: String,
     /// The call's input: a [`Command`](crate::Command) as JSON.
     pub input: Value,
-    /// Fields this crate does not model, kept for an exact round trip.
-    #[serde(flatten)]
+    /// Fields this crate does not model, kept for an exact round trip
+    /// (never `type`, which the tag writes once).
+    #[serde(flatten, with = "untagged_extra")]
     pub extra: Map<String, Value>,
 }
 
@@ -95,8 +96,9 @@ pub struct ToolResultBlock {
     /// `true` on failure; absent (not `false`) on success when built here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
-    /// Fields this crate does not model (`cache_control`, …).
-    #[serde(flatten)]
+    /// Fields this crate does not model (`cache_control`, …; never
+    /// `type`, which the tag writes once).
+    #[serde(flatten, with = "untagged_extra")]
     pub extra: Map<String, Value>,
 }
 
@@ -130,4 +132,28 @@ pub enum ContentBlock {
         #[serde(flatten)]
         extra: Map<String, Value>,
     },
+}
+
+/// The `extra` map of a tagged block without the tag: serde hands a
+/// flattened map every unknown key *including* the `type` tag, which would
+/// then be written twice (`{"type":…,…,"type":…}`, which serde_json itself
+/// refuses to read back).
+mod untagged_extra {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use serde_json::{Map, Value};
+
+    pub(super) fn serialize<S: Serializer>(
+        extra: &Map<String, Value>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(extra.iter().filter(|(key, _)| *key != "type"))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Map<String, Value>, D::Error> {
+        let mut extra = Map::deserialize(deserializer)?;
+        extra.remove("type");
+        Ok(extra)
+    }
 }

@@ -13,8 +13,18 @@ pub enum CreatePolicy {
 
 /// Configuration of a [`MemoryTool`](crate::MemoryTool).
 ///
-/// Start from `Config::default()` and change the fields you need; the
-/// defaults are SPEC §5's.
+/// The defaults are SPEC §5's. Build one with chained setters (the struct
+/// is `#[non_exhaustive]`, so a literal cannot name every field):
+///
+/// ```
+/// use claude_memory::{Config, CreatePolicy};
+///
+/// let config = Config::default()
+///     .with_max_store_size(10 * 1024 * 1024)
+///     .with_create_policy(CreatePolicy::Overwrite);
+/// assert_eq!(config.max_store_size, Some(10 * 1024 * 1024));
+/// assert_eq!(config.max_file_size, 1024 * 1024); // the default
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Config {
@@ -40,5 +50,37 @@ impl Default for Config {
             max_image_size: 5 * 1024 * 1024,
             create_policy: CreatePolicy::Reject,
         }
+    }
+}
+
+impl Config {
+    /// Sets [`view_output_limit`](Self::view_output_limit).
+    pub fn with_view_output_limit(mut self, chars: usize) -> Self {
+        self.view_output_limit = chars;
+        self
+    }
+
+    /// Sets [`max_file_size`](Self::max_file_size).
+    pub fn with_max_file_size(mut self, bytes: u64) -> Self {
+        self.max_file_size = bytes;
+        self
+    }
+
+    /// Sets [`max_store_size`](Self::max_store_size).
+    pub fn with_max_store_size(mut self, bytes: u64) -> Self {
+        self.max_store_size = Some(bytes);
+        self
+    }
+
+    /// Sets [`max_image_size`](Self::max_image_size).
+    pub fn with_max_image_size(mut self, bytes: u64) -> Self {
+        self.max_image_size = bytes;
+        self
+    }
+
+    /// Sets [`create_policy`](Self::create_policy).
+    pub fn with_create_policy(mut self, policy: CreatePolicy) -> Self {
+        self.create_policy = policy;
+        self
     }
 }

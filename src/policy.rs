@@ -28,6 +28,33 @@ impl<F: Fn(&MemoryPath, &str) -> Decision + Send + Sync> ContentPolicy for F {
     }
 }
 
+/// A policy from a closure whose parameter types are inferred (passing a
+/// bare closure to [`MemoryTool::with_policy`](crate::MemoryTool::with_policy)
+/// needs them written out, since its bound is the trait, not `Fn`):
+///
+/// ```
+/// use claude_memory::policy::{self, Decision};
+/// use claude_memory::{InMemoryStore, MemoryTool};
+/// use serde_json::json;
+///
+/// let tool = MemoryTool::new(InMemoryStore::new()).with_policy(policy::from_fn(|_path, text| {
+///     if text.contains("password") {
+///         Decision::Reject("memories must not hold passwords".into())
+///     } else {
+///         Decision::Allow
+///     }
+/// }));
+/// let result = tool.dispatch(&json!({"command": "create", "path": "/memories/a.md",
+///                                    "file_text": "password: hunter2"}));
+/// assert!(result.is_error);
+/// ```
+pub fn from_fn<F>(f: F) -> impl ContentPolicy
+where
+    F: Fn(&MemoryPath, &str) -> Decision + Send + Sync,
+{
+    f
+}
+
 /// What [`SecretDetector`] does with a secret it finds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SecretAction {

@@ -61,8 +61,8 @@ impl TenantId {
 
     /// `base/<id>`: a directory of its own for a `FilesystemStore` per
     /// tenant, each with its own lock.
-    pub fn dir_in(&self, base: &Path) -> PathBuf {
-        base.join(&self.0)
+    pub fn dir_in(&self, base: impl AsRef<Path>) -> PathBuf {
+        base.as_ref().join(&self.0)
     }
 }
 

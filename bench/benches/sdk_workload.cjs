@@ -1,9 +1,9 @@
-// The TypeScript SDK's side of benches/compare_sdk.py: runs a workload file
+// The TypeScript SDK's side of bench/benches/compare_sdk.py: runs a workload file
 // through @anthropic-ai/sdk's BetaLocalFilesystemMemoryTool and prints the
 // time spent per category as JSON.
 //
-//   npm install --prefix benches/.node @anthropic-ai/sdk
-//   NODE_PATH=benches/.node/node_modules node benches/sdk_workload.cjs WORKLOAD BASE
+//   npm install --prefix bench/benches/.node @anthropic-ai/sdk
+//   NODE_PATH=bench/benches/.node/node_modules node bench/benches/sdk_workload.cjs WORKLOAD BASE
 const fs = require('fs');
 const { BetaLocalFilesystemMemoryTool } = require('@anthropic-ai/sdk/tools/memory/node');
 

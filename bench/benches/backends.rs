@@ -1,5 +1,5 @@
 //! Operations per second on each backend, single-threaded, with default
-//! (durable) settings: `cargo bench --bench backends --features sqlite,postgres`
+//! (durable) settings: `cargo bench -p claude-memory-bench --bench backends --features sqlite,postgres`
 //! (PostgreSQL when CLAUDE_MEMORY_TEST_POSTGRES_URL is set).
 
 use std::time::Instant;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints the crate/floor ratio table from the last `cargo bench --bench commands` run.
+"""Prints the crate/floor ratio table from the last `cargo bench -p claude-memory-bench --bench commands` run.
 
 Reads criterion's estimates (median) under target/criterion and prints, for
 each operation, the in-memory time, the filesystem time, the raw std::fs floor
@@ -9,7 +9,7 @@ import json
 import pathlib
 import sys
 
-root = pathlib.Path(__file__).resolve().parent.parent / "target" / "criterion"
+root = pathlib.Path(__file__).resolve().parent.parent.parent / "target" / "criterion"
 ops = ["view", "view_range", "create", "str_replace", "insert", "rename", "delete"]
 
 
@@ -35,7 +35,7 @@ for op in ops:
     nd, nf = median(op, "filesystem no-fsync"), median(op, "floor no-fsync")
     rows.append((op, fmt(mem), fmt(fd), fmt(ff), ratio(fd, ff), fmt(nd), fmt(nf), ratio(nd, nf)))
 if all(r[1] == "-" for r in rows):
-    sys.exit("no results: run `cargo bench --bench commands` first")
+    sys.exit("no results: run `cargo bench -p claude-memory-bench --bench commands` first")
 head = ("operation", "in-memory", "fs durable", "floor durable", "ratio", "fs no-fsync", "floor no-fsync", "ratio")
 print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))

@@ -8,8 +8,6 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-mod common;
-
 /// One recorded request: its headers (lower-cased names) and JSON body.
 #[derive(Debug, Clone)]
 struct Request {
@@ -91,7 +89,7 @@ fn message(id: &str, content: Value, stop_reason: &str) -> Value {
 }
 
 fn run_example(url: &str, dir: &std::path::Path, prompt: &str) -> String {
-    let output = Command::new(common::example_binary("claude_loop"))
+    let output = Command::new(example_binary("claude_loop"))
         .arg(prompt)
         .env("ANTHROPIC_API_KEY", "test-key")
         .env("ANTHROPIC_BASE_URL", url)
@@ -245,4 +243,17 @@ fn a_preference_stored_in_session_one_is_recalled_in_session_two() {
         std::fs::read_to_string(memories.join("index.md")).expect("index"),
         "- customers/acme_corp.md\n"
     );
+}
+
+/// The example's binary, which `cargo test` builds beside the test binaries.
+fn example_binary(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let bin = dir.join("examples").join(name);
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo test`, which builds the examples",
+        bin.display()
+    );
+    bin
 }

@@ -5,8 +5,8 @@
 //! the same run, so their ratio is meaningful on a noisy machine.
 //!
 //! ```text
-//! cargo bench --bench commands
-//! python3 benches/ratios.py      # the ratio table from the results
+//! cargo bench -p claude-memory-bench --bench commands
+//! python3 bench/benches/ratios.py      # the ratio table from the results
 //! ```
 
 use std::fs;

@@ -3,7 +3,7 @@
 //! Prints medians of repeated runs; run by hand:
 //!
 //! ```text
-//! cargo bench --bench scale
+//! cargo bench -p claude-memory-bench --bench scale
 //! ```
 
 use std::fs;

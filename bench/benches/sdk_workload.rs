@@ -1,9 +1,9 @@
-//! The Rust side of `benches/compare_sdk.py`: runs a workload file (one
+//! The Rust side of `bench/benches/compare_sdk.py`: runs a workload file (one
 //! `{"category": …, "input": {…}}` per line) through a durable
 //! `FilesystemStore` and prints the time spent per category as JSON.
 //!
 //! ```text
-//! cargo bench --bench sdk_workload -- --workload FILE --root DIR
+//! cargo bench -p claude-memory-bench --bench sdk_workload -- --workload FILE --root DIR
 //! ```
 
 use std::collections::BTreeMap;
@@ -22,7 +22,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let (Some(workload), Some(root)) = (arg("--workload"), arg("--root")) else {
         // `cargo bench` without arguments: nothing to compare.
-        eprintln!("usage: sdk_workload --workload FILE --root DIR (see benches/compare_sdk.py)");
+        eprintln!(
+            "usage: sdk_workload --workload FILE --root DIR (see bench/benches/compare_sdk.py)"
+        );
         return Ok(());
     };
     let steps: Vec<(String, Value)> = std::fs::read_to_string(workload)?

@@ -2,8 +2,8 @@
 """claude-memory against the official SDK handlers, on one workload.
 
     pip install anthropic
-    npm install --prefix benches/.node @anthropic-ai/sdk     # optional
-    python3 benches/compare_sdk.py                           # from the repository root
+    npm install --prefix bench/benches/.node @anthropic-ai/sdk     # optional
+    python3 bench/benches/compare_sdk.py                           # from the repository root
 
 Builds a mixed workload (about 1,000 small files in 10 directories, then
 views, view_range in a 1 MB file, directory views, str_replace, insert,
@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 
 
 def workload(seed=7, mixed_ops=6000):
@@ -97,16 +97,16 @@ def run_python(steps, base):
 def run_rust(steps, root, work):
     path = work / "workload.jsonl"
     path.write_text("".join(json.dumps({"category": c, "input": i}) + "\n" for c, i in steps))
-    subprocess.run(["cargo", "bench", "--bench", "sdk_workload", "--no-run", "-q"], cwd=REPO, check=True)
+    subprocess.run(["cargo", "bench", "-p", "claude-memory-bench", "--bench", "sdk_workload", "--no-run", "-q"], cwd=REPO, check=True)
     out = subprocess.run(
-        ["cargo", "bench", "-q", "--bench", "sdk_workload", "--", "--workload", str(path), "--root", str(root)],
+        ["cargo", "bench", "-q", "-p", "claude-memory-bench", "--bench", "sdk_workload", "--", "--workload", str(path), "--root", str(root)],
         cwd=REPO, check=True, capture_output=True, text=True,
     ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def run_node(steps, base, work):
-    node_modules = REPO / "benches" / ".node" / "node_modules"
+    node_modules = REPO / "bench" / "benches" / ".node" / "node_modules"
     if not (node_modules / "@anthropic-ai" / "sdk").exists():
         return None
     path = work / "workload.jsonl"
@@ -146,7 +146,7 @@ def main():
         node = run_node(steps, work / "node", work)
     table("python SDK", py, rust, steps)
     if node is None:
-        print("\n(TypeScript SDK not installed: npm install --prefix benches/.node @anthropic-ai/sdk)")
+        print("\n(TypeScript SDK not installed: npm install --prefix bench/benches/.node @anthropic-ai/sdk)")
     else:
         table("TypeScript SDK", node, rust, steps)
 

@@ -1,0 +1,1 @@
+//! Nothing here: the benchmarks are under `benches/` (see `Cargo.toml`).
