@@ -9,12 +9,8 @@ mod error;
 mod fs;
 mod memory;
 mod op;
-#[cfg(feature = "postgres")]
-mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
-#[cfg(feature = "sqlite")]
-mod sqlite;
 mod tenant;
 pub mod walk;
 
@@ -27,10 +23,10 @@ pub use error::{StoreError, StoreResult};
 pub use fs::{FilesystemStore, FilesystemStoreBuilder};
 pub use memory::InMemoryStore;
 pub use op::Op;
-#[cfg(feature = "postgres")]
-pub use postgres::{PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]
-pub use sqlite::SqliteStore;
+pub use sql::SqliteStore;
+#[cfg(feature = "postgres")]
+pub use sql::{PostgresError, PostgresStore};
 pub use tenant::TenantStore;
 pub use walk::{Flow, Order, Step, walk};
 

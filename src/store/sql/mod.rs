@@ -1,0 +1,230 @@
+//! The SQL backends: one table layout and one set of operations, spoken in
+//! two dialects.
+//!
+//! Every entry (file or directory) is a row keyed by `(tenant, path)`, with
+//! `path` the components joined by `/` (`""` is the root, which has no row)
+//! and `parent` the key of the directory holding it; directories are rows
+//! too, so empty directories behave as on disk. Paths compare in byte
+//! order, so listings and subtree ranges match the other backends exactly.
+//!
+//! [`ops`] holds the whole logic of each primitive, written once over two
+//! small traits defined here: a [`Dialect`] is one connection or transaction
+//! (query a row, query rows, execute, and the few statements whose SQL
+//! differs), and a [`Backend`] is the database handle a store's clones
+//! share (where reads run, and how a mutation takes its transaction and
+//! write lock). A store is that handle seen as one tenant ([`SqlStore`]).
+//! The backends themselves, [`sqlite`] and [`postgres`], are only dialect.
+
+mod ops;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod schema;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+use std::sync::Arc;
+
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresError, PostgresStore};
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteStore;
+
+use super::StoreError;
+use crate::path::MemoryPath;
+use crate::tenant::TenantId;
+
+/// A SQL store: the database handle its clones share, seen as one tenant.
+/// Every row carries the tenant, and no query crosses tenants.
+pub(crate) struct SqlStore<H> {
+    db: Arc<H>,
+    tenant: String,
+}
+
+impl<H> Clone for SqlStore<H> {
+    fn clone(&self) -> Self {
+        SqlStore {
+            db: Arc::clone(&self.db),
+            tenant: self.tenant.clone(),
+        }
+    }
+}
+
+impl<H> SqlStore<H> {
+    /// A new handle, seen as the default (empty) tenant.
+    fn new(db: H) -> Self {
+        SqlStore {
+            db: Arc::new(db),
+            tenant: String::new(),
+        }
+    }
+
+    /// The same database, seen as `tenant`'s store.
+    fn for_tenant(&self, tenant: &TenantId) -> Self {
+        SqlStore {
+            db: Arc::clone(&self.db),
+            tenant: tenant.as_str().to_owned(),
+        }
+    }
+}
+
+/// One connection or transaction of a SQL database, as the shared
+/// operations see it.
+///
+/// Shared statements number their parameters `$1`, `$2`, …; a dialect
+/// whose driver spells them otherwise rewrites them.
+pub(crate) trait Dialect {
+    /// The driver's error.
+    type Error: DriverError;
+
+    /// Inserts directory `$2` (parent `$3`, name `$4`, modified `$5`) of
+    /// tenant `$1` unless the row exists: `is_dir` true, no data, length
+    /// and version 0.
+    const INSERT_DIR: &'static str;
+
+    /// Inserts or replaces file `$2` (parent `$3`, name `$4`) of tenant
+    /// `$1` with data `$5`, length `$6`, version `$7`, modified `$8`.
+    const UPSERT_FILE: &'static str;
+
+    /// Returns one row with a fresh version number, greater than every one
+    /// handed out before.
+    const NEXT_VERSION: &'static str;
+
+    /// The first row `sql` returns, decoded by `f`, or `None` (a dialect
+    /// may refuse a query that returns more than one).
+    fn fetch_opt<T>(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        f: impl FnOnce(&dyn Columns<Error = Self::Error>) -> Result<T, Self::Error>,
+    ) -> Result<Option<T>, Self::Error>;
+
+    /// Every row `sql` returns, each decoded by `f`.
+    fn fetch_all<T>(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        f: impl FnMut(&dyn Columns<Error = Self::Error>) -> Result<T, Self::Error>,
+    ) -> Result<Vec<T>, Self::Error>;
+
+    /// Runs a statement that returns no rows.
+    fn run(&mut self, sql: &str, params: &[Param<'_>]) -> Result<(), Self::Error>;
+}
+
+/// A transaction: a [`Dialect`] whose work lasts only once committed.
+/// Dropped uncommitted, it rolls back.
+pub(crate) trait Commit: Dialect {
+    /// Commits the transaction.
+    fn commit(self) -> Result<(), Self::Error>;
+}
+
+/// A SQL database handle (what a store's clones share): where the shared
+/// operations run.
+pub(crate) trait Backend {
+    /// A connection that reads outside any transaction.
+    type Conn<'c>: Dialect;
+    /// A transaction holding a tenant's write lock.
+    type Tx<'c>: Commit;
+
+    /// Runs `f` on a connection.
+    fn with<T>(&self, f: impl FnOnce(&mut Self::Conn<'_>) -> Result<T, Fail>) -> Result<T, Fail>;
+
+    /// Begins a transaction, takes `tenant`'s write lock in it, and hands
+    /// it to `f`, which commits it or drops it.
+    fn mutate<T>(
+        &self,
+        tenant: &str,
+        f: impl FnOnce(Self::Tx<'_>) -> Result<T, Fail>,
+    ) -> Result<T, Fail>;
+}
+
+/// A statement parameter.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Param<'a> {
+    /// `TEXT`.
+    Text(&'a str),
+    /// A 64-bit integer.
+    Int(i64),
+    /// `BLOB` / `BYTEA`.
+    Bytes(&'a [u8]),
+}
+
+/// The columns of one result row, read by position.
+pub(crate) trait Columns {
+    /// The driver's error.
+    type Error;
+    /// A boolean column.
+    fn flag(&self, i: usize) -> Result<bool, Self::Error>;
+    /// A 64-bit integer column.
+    fn int(&self, i: usize) -> Result<i64, Self::Error>;
+    /// A text column.
+    fn text(&self, i: usize) -> Result<String, Self::Error>;
+    /// A nullable binary column.
+    fn bytes(&self, i: usize) -> Result<Option<Vec<u8>>, Self::Error>;
+}
+
+/// Implements [`Columns`] for a driver's row type by its typed getter.
+macro_rules! columns {
+    ($row:ty, $error:ty, $get:ident) => {
+        impl $crate::store::sql::Columns for $row {
+            type Error = $error;
+            fn flag(&self, i: usize) -> Result<bool, $error> {
+                self.$get(i)
+            }
+            fn int(&self, i: usize) -> Result<i64, $error> {
+                self.$get(i)
+            }
+            fn text(&self, i: usize) -> Result<String, $error> {
+                self.$get(i)
+            }
+            fn bytes(&self, i: usize) -> Result<Option<Vec<u8>>, $error> {
+                self.$get(i)
+            }
+        }
+    };
+}
+use columns;
+
+/// A database driver's error type.
+pub(crate) trait DriverError: std::error::Error + Send + Sync + 'static {}
+
+/// A failure inside a connection or transaction. It becomes a
+/// [`StoreError`] once the caller's path is known.
+pub(crate) enum Fail {
+    /// A store error.
+    Store(StoreError),
+    /// [`StoreError::Invalid`] at the caller's path, for this reason.
+    #[cfg(feature = "postgres")]
+    Invalid(&'static str),
+    /// The driver's error: [`StoreError::Backend`] at the caller's path.
+    Sql(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl<E: DriverError> From<E> for Fail {
+    fn from(e: E) -> Self {
+        Fail::Sql(Box::new(e))
+    }
+}
+
+impl From<StoreError> for Fail {
+    fn from(e: StoreError) -> Self {
+        Fail::Store(e)
+    }
+}
+
+impl Fail {
+    /// The store error for an operation on `path`.
+    fn into_store(self, path: &MemoryPath) -> StoreError {
+        match self {
+            Fail::Store(e) => e,
+            #[cfg(feature = "postgres")]
+            Fail::Invalid(reason) => StoreError::Invalid {
+                path: path.clone(),
+                reason,
+            },
+            Fail::Sql(source) => StoreError::Backend {
+                path: path.clone(),
+                source,
+            },
+        }
+    }
+}

@@ -1,0 +1,437 @@
+//! The primitives of both SQL stores, written once over [`Dialect`] and
+//! [`Backend`].
+//!
+//! [`Entries`] is one tenant's rows seen through one connection or
+//! transaction; its methods are the checks and statements of each
+//! primitive, so several of them compose inside one transaction. The free
+//! functions below pick where each primitive runs (a plain connection for
+//! reads, the locked transaction for mutations), and `sql_store!` makes a
+//! backend a [`MemoryStore`](crate::store::MemoryStore) with them.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::{Backend, Commit, Dialect, Fail, Param, SqlStore};
+use crate::path::MemoryPath;
+use crate::store::{
+    DirEntry, EntryKind, FileContent, Metadata, StoreError, StoreResult, Version, WriteMode,
+};
+
+/// A query that always returns a row returned none.
+#[derive(Debug, thiserror::Error)]
+#[error("the query returned no row")]
+struct NoRow;
+
+/// The row key of a path: `a/b/c` for `/memories/a/b/c`, `""` for the root.
+fn key(components: &[String]) -> String {
+    components.join("/")
+}
+
+/// Bounds selecting everything strictly below `p` in byte order:
+/// `path >= "p/"` and `path < "p0"` (`'0'` is the byte after `'/'`).
+fn below(p: &str) -> (String, String) {
+    (format!("{p}/"), format!("{p}0"))
+}
+
+/// Now, in milliseconds since the Unix epoch.
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// A stored millisecond timestamp as a time.
+fn to_time(ms: i64) -> Option<SystemTime> {
+    UNIX_EPOCH.checked_add(Duration::from_millis(u64::try_from(ms).ok()?))
+}
+
+/// An entry's row, without its data.
+struct Row {
+    is_dir: bool,
+    len: i64,
+    version: i64,
+    modified_ms: i64,
+}
+
+impl Row {
+    fn kind(&self) -> EntryKind {
+        if self.is_dir {
+            EntryKind::Directory
+        } else {
+            EntryKind::File
+        }
+    }
+
+    /// The file's version, or `None` for a directory.
+    fn file_version(&self) -> Option<Version> {
+        (!self.is_dir).then_some(Version::new(self.version as u128))
+    }
+}
+
+/// One tenant's entries, through one connection or transaction.
+pub(crate) struct Entries<'a, D> {
+    db: &'a mut D,
+    tenant: &'a str,
+}
+
+impl<'a, D: Dialect> Entries<'a, D> {
+    pub(crate) fn new(db: &'a mut D, tenant: &'a str) -> Self {
+        Entries { db, tenant }
+    }
+
+    /// The row at key `path`, if any.
+    fn row(&mut self, path: &str) -> Result<Option<Row>, D::Error> {
+        self.db.fetch_opt(
+            "SELECT is_dir, len, version, modified_ms FROM claude_memory_entries WHERE tenant = $1 AND path = $2",
+            &[Param::Text(self.tenant), Param::Text(path)],
+            |r| {
+                Ok(Row {
+                    is_dir: r.flag(0)?,
+                    len: r.int(1)?,
+                    version: r.int(2)?,
+                    modified_ms: r.int(3)?,
+                })
+            },
+        )
+    }
+
+    /// How many components the first ancestor that is a file has, if any.
+    fn file_ancestor(&mut self, components: &[String]) -> Result<Option<usize>, D::Error> {
+        for depth in 1..components.len() {
+            match self.row(&key(&components[..depth]))? {
+                Some(r) if !r.is_dir => return Ok(Some(depth)),
+                Some(_) => {}
+                None => return Ok(None), // a missing ancestor: nothing below it exists
+            }
+        }
+        Ok(None)
+    }
+
+    /// [`StoreError::ParentNotDirectory`] if an ancestor of `path` is a file.
+    fn check_ancestors(&mut self, path: &MemoryPath) -> Result<(), Fail> {
+        match self.file_ancestor(path.components())? {
+            Some(depth) => Err(StoreError::parent_not_directory(path, depth).into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Inserts the missing directories above `components`' last one.
+    fn make_parents(&mut self, components: &[String]) -> Result<(), D::Error> {
+        let now = now_ms();
+        for depth in 1..components.len() {
+            self.db.run(
+                D::INSERT_DIR,
+                &[
+                    Param::Text(self.tenant),
+                    Param::Text(&key(&components[..depth])),
+                    Param::Text(&key(&components[..depth - 1])),
+                    Param::Text(&components[depth - 1]),
+                    Param::Int(now),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The first row of a query that always returns one.
+    fn one<T>(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        f: impl FnOnce(&dyn super::Columns<Error = D::Error>) -> Result<T, D::Error>,
+    ) -> Result<T, Fail> {
+        self.db
+            .fetch_opt(sql, params, f)?
+            .ok_or_else(|| Fail::Sql(Box::new(NoRow)))
+    }
+
+    /// Kind, size and time of a non-root entry.
+    pub(crate) fn stat(&mut self, path: &MemoryPath) -> Result<Option<Metadata>, Fail> {
+        Ok(self.row(&key(path.components()))?.map(|r| Metadata {
+            kind: r.kind(),
+            len: r.len as u64,
+            modified: if r.is_dir {
+                None
+            } else {
+                to_time(r.modified_ms)
+            },
+        }))
+    }
+
+    /// A non-root file of at most `limit` bytes.
+    pub(crate) fn read(&mut self, path: &MemoryPath, limit: u64) -> Result<FileContent, Fail> {
+        let found = self.db.fetch_opt(
+            "SELECT is_dir, len, version, CASE WHEN len <= $3 THEN data END FROM claude_memory_entries
+             WHERE tenant = $1 AND path = $2",
+            &[
+                Param::Text(self.tenant),
+                Param::Text(&key(path.components())),
+                Param::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
+            ],
+            |r| Ok((r.flag(0)?, r.int(1)?, r.int(2)?, r.bytes(3)?)),
+        )?;
+        let path = path.clone();
+        match found {
+            None => Err(StoreError::NotFound { path }.into()),
+            Some((true, ..)) => Err(StoreError::IsADirectory { path }.into()),
+            Some((false, len, _, None)) => Err(StoreError::TooLarge {
+                path,
+                len: len as u64,
+            }
+            .into()),
+            Some((false, _, version, Some(data))) => Ok(FileContent {
+                data,
+                version: Version::new(version as u128),
+            }),
+        }
+    }
+
+    /// Writes a non-root file; run it in the locked transaction.
+    pub(crate) fn write(
+        &mut self,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+    ) -> Result<Version, Fail> {
+        let comps = path.components();
+        self.check_ancestors(path)?;
+        let existing = self.row(&key(comps))?.map(|r| r.file_version());
+        StoreError::check_write(path, existing, mode)?;
+        self.make_parents(comps)?;
+        let version = self.one(D::NEXT_VERSION, &[], |r| r.int(0))?;
+        let (parent, name) = comps.split_at(comps.len() - 1);
+        self.db.run(
+            D::UPSERT_FILE,
+            &[
+                Param::Text(self.tenant),
+                Param::Text(&key(comps)),
+                Param::Text(&key(parent)),
+                Param::Text(&name[0]),
+                Param::Bytes(data),
+                Param::Int(data.len() as i64),
+                Param::Int(version),
+                Param::Int(now_ms()),
+            ],
+        )?;
+        Ok(Version::new(version as u128))
+    }
+
+    /// The children of a directory (the root included).
+    pub(crate) fn list(&mut self, dir: &MemoryPath) -> Result<Vec<DirEntry>, Fail> {
+        let k = key(dir.components());
+        if !dir.is_root() {
+            let path = dir.clone();
+            match self.row(&k)? {
+                None => return Err(StoreError::NotFound { path }.into()),
+                Some(r) if !r.is_dir => return Err(StoreError::NotADirectory { path }.into()),
+                Some(_) => {}
+            }
+        }
+        Ok(self.db.fetch_all(
+            "SELECT name, is_dir, len, modified_ms FROM claude_memory_entries WHERE tenant = $1 AND parent = $2",
+            &[Param::Text(self.tenant), Param::Text(&k)],
+            |r| {
+                let is_dir = r.flag(1)?;
+                Ok(DirEntry {
+                    name: r.text(0)?,
+                    kind: if is_dir {
+                        EntryKind::Directory
+                    } else {
+                        EntryKind::File
+                    },
+                    len: r.int(2)? as u64,
+                    modified: if is_dir { None } else { to_time(r.int(3)?) },
+                })
+            },
+        )?)
+    }
+
+    /// Removes a non-root entry and everything below it; run it in the
+    /// locked transaction.
+    pub(crate) fn delete(&mut self, path: &MemoryPath) -> Result<(), Fail> {
+        let k = key(path.components());
+        if self.row(&k)?.is_none() {
+            return Err(StoreError::NotFound { path: path.clone() }.into());
+        }
+        let (lo, hi) = below(&k);
+        self.db.run(
+            "DELETE FROM claude_memory_entries WHERE tenant = $1 AND (path = $2 OR (path >= $3 AND path < $4))",
+            &[
+                Param::Text(self.tenant),
+                Param::Text(&k),
+                Param::Text(&lo),
+                Param::Text(&hi),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Moves an entry and everything below it, after
+    /// [`StoreError::check_rename`]; run it in the locked transaction.
+    pub(crate) fn rename(&mut self, from: &MemoryPath, to: &MemoryPath) -> Result<(), Fail> {
+        let (fk, tk) = (key(from.components()), key(to.components()));
+        if self.row(&fk)?.is_none() {
+            return Err(StoreError::NotFound { path: from.clone() }.into());
+        }
+        if to.is_root() || self.row(&tk)?.is_some() {
+            return Err(StoreError::AlreadyExists { path: to.clone() }.into());
+        }
+        self.check_ancestors(to)?;
+        let tc = to.components();
+        self.make_parents(tc)?;
+        let (lo, hi) = below(&fk);
+        let (parent, name) = tc.split_at(tc.len() - 1);
+        self.db.run(
+            "UPDATE claude_memory_entries SET
+                path = $5 || substr(path, length($2) + 1),
+                parent = CASE WHEN path = $2 THEN $6 ELSE $5 || substr(parent, length($2) + 1) END,
+                name = CASE WHEN path = $2 THEN $7 ELSE name END
+             WHERE tenant = $1 AND (path = $2 OR (path >= $3 AND path < $4))",
+            &[
+                Param::Text(self.tenant),
+                Param::Text(&fk),
+                Param::Text(&lo),
+                Param::Text(&hi),
+                Param::Text(&tk),
+                Param::Text(&key(parent)),
+                Param::Text(&name[0]),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Total bytes of this tenant's files.
+    pub(crate) fn total_size(&mut self) -> Result<u64, Fail> {
+        let n = self.one(
+            "SELECT CAST(COALESCE(SUM(len), 0) AS BIGINT) FROM claude_memory_entries WHERE tenant = $1 AND NOT is_dir",
+            &[Param::Text(self.tenant)],
+            |r| r.int(0),
+        )?;
+        Ok(n as u64)
+    }
+}
+
+/// Runs `f` on this tenant's entries through a plain connection.
+fn reading<B: Backend, T>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    f: impl FnOnce(&mut Entries<'_, B::Conn<'_>>) -> Result<T, Fail>,
+) -> StoreResult<T> {
+    s.db.with(|c| f(&mut Entries::new(c, &s.tenant)))
+        .map_err(|e| e.into_store(path))
+}
+
+/// Runs `f` on this tenant's entries in one locked transaction, committed
+/// if `f` returns `Ok`.
+fn mutating<B: Backend, T>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    f: impl FnOnce(&mut Entries<'_, B::Tx<'_>>) -> Result<T, Fail>,
+) -> StoreResult<T> {
+    s.db.mutate(&s.tenant, |mut tx| {
+        let out = f(&mut Entries::new(&mut tx, &s.tenant))?;
+        tx.commit()?;
+        Ok(out)
+    })
+    .map_err(|e| e.into_store(path))
+}
+
+pub(crate) fn stat<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+) -> StoreResult<Option<Metadata>> {
+    if path.is_root() {
+        return Ok(Some(Metadata {
+            kind: EntryKind::Directory,
+            len: 0,
+            modified: None,
+        }));
+    }
+    reading(s, path, |e| e.stat(path))
+}
+
+pub(crate) fn read<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    limit: u64,
+) -> StoreResult<FileContent> {
+    if path.is_root() {
+        return Err(StoreError::IsADirectory { path: path.clone() });
+    }
+    reading(s, path, |e| e.read(path, limit))
+}
+
+pub(crate) fn write<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    data: &[u8],
+    mode: WriteMode,
+) -> StoreResult<Version> {
+    if path.is_root() {
+        return Err(StoreError::write_to_root(path, mode));
+    }
+    mutating(s, path, |e| e.write(path, data, mode))
+}
+
+pub(crate) fn list<B: Backend>(s: &SqlStore<B>, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+    reading(s, dir, |e| e.list(dir))
+}
+
+pub(crate) fn delete<B: Backend>(s: &SqlStore<B>, path: &MemoryPath) -> StoreResult<()> {
+    if path.is_root() {
+        return Err(StoreError::delete_root(path));
+    }
+    mutating(s, path, |e| e.delete(path))
+}
+
+pub(crate) fn rename<B: Backend>(
+    s: &SqlStore<B>,
+    from: &MemoryPath,
+    to: &MemoryPath,
+) -> StoreResult<()> {
+    StoreError::check_rename(from, to)?;
+    mutating(s, from, |e| e.rename(from, to))
+}
+
+pub(crate) fn total_size<B: Backend>(s: &SqlStore<B>) -> StoreResult<u64> {
+    reading(s, &MemoryPath::root(), |e| e.total_size())
+}
+
+/// Implements [`MemoryStore`](crate::store::MemoryStore) for a public SQL
+/// store (a newtype over [`SqlStore`]) with the shared primitives above.
+macro_rules! sql_store {
+    ($store:ty) => {
+        impl $crate::store::MemoryStore for $store {
+            fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+                stat(&self.0, path)
+            }
+            fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+                read(&self.0, path, limit)
+            }
+            fn write(
+                &self,
+                path: &MemoryPath,
+                data: &[u8],
+                mode: WriteMode,
+            ) -> StoreResult<Version> {
+                write(&self.0, path, data, mode)
+            }
+            fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+                list(&self.0, dir)
+            }
+            fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+                delete(&self.0, path)
+            }
+            fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+                rename(&self.0, from, to)
+            }
+            fn total_size(&self) -> StoreResult<u64> {
+                total_size(&self.0)
+            }
+        }
+    };
+}
+
+#[cfg(feature = "sqlite")]
+sql_store!(super::SqliteStore);
+#[cfg(feature = "postgres")]
+sql_store!(super::PostgresStore);
