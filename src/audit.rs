@@ -29,6 +29,29 @@ pub struct AuditEvent<'a> {
 
 /// Receives an [`AuditEvent`] for every call of a
 /// [`MemoryTool`](crate::MemoryTool) it is attached to.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+///
+/// use claude_memory::audit::{AuditEvent, AuditSink};
+/// use claude_memory::{InMemoryStore, MemoryTool};
+/// use serde_json::json;
+///
+/// #[derive(Default)]
+/// struct Log(Mutex<Vec<String>>);
+///
+/// impl AuditSink for Log {
+///     fn record(&self, e: &AuditEvent<'_>) {
+///         let line = format!("{:?} {:?} error={}", e.command, e.path, e.is_error);
+///         self.0.lock().map(|mut log| log.push(line)).ok();
+///     }
+/// }
+///
+/// let log = Arc::new(Log::default());
+/// let tool = MemoryTool::new(InMemoryStore::new()).with_audit(Arc::clone(&log));
+/// tool.dispatch(&json!({"command": "view", "path": "/memories/missing.md"}));
+/// assert_eq!(*log.0.lock().unwrap(), ["Some(\"view\") Some(\"/memories/missing.md\") error=true"]);
+/// ```
 pub trait AuditSink: Send + Sync {
     /// Records one event. Called on the calling thread, after the command.
     fn record(&self, event: &AuditEvent<'_>);

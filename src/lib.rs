@@ -89,6 +89,8 @@
 //! // Next request: append {"role": "user", "content": results}.
 //! ```
 #![warn(missing_docs)]
+// On docs.rs, label each feature-gated item with its feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // The crate has no unsafe code: the filesystem store reaches the `*at`
 // system calls through rustix's safe wrappers.
 #![forbid(unsafe_code)]

@@ -78,6 +78,18 @@ pub struct SecretMatch {
 /// Stripe keys, and payment card numbers (13 to 19 digits passing the Luhn
 /// check). Patterns are matched by hand, conservatively: a key must have
 /// its full shape and stand on its own (not inside a longer word).
+///
+/// ```
+/// use claude_memory::policy::SecretDetector;
+/// use claude_memory::{InMemoryStore, MemoryTool};
+/// use serde_json::json;
+///
+/// let tool = MemoryTool::new(InMemoryStore::new()).with_policy(SecretDetector::redact());
+/// tool.dispatch(&json!({"command": "create", "path": "/memories/env.md",
+///                       "file_text": "key AKIAIOSFODNN7EXAMPLE\n"}));
+/// let view = tool.dispatch(&json!({"command": "view", "path": "/memories/env.md"}));
+/// assert!(!view.text().unwrap_or_default().contains("AKIAIOSFODNN7EXAMPLE"));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SecretDetector {
     action: SecretAction,

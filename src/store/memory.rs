@@ -17,6 +17,16 @@ use crate::path::MemoryPath;
 /// Every primitive runs under one lock, so each is atomic, and
 /// [`WriteMode::Update`] compares a per-store generation counter: a
 /// concurrent edit is always detected.
+///
+/// ```
+/// use claude_memory::{InMemoryStore, MemoryTool};
+/// use serde_json::json;
+///
+/// let tool = MemoryTool::new(InMemoryStore::new());
+/// tool.dispatch(&json!({"command": "create", "path": "/memories/n.md", "file_text": "one\n"}));
+/// let view = tool.dispatch(&json!({"command": "view", "path": "/memories/n.md"}));
+/// assert_eq!(view.text(), Some("Here's the content of /memories/n.md with line numbers:\n     1\tone"));
+/// ```
 #[derive(Debug, Default)]
 pub struct InMemoryStore {
     inner: RwLock<Inner>,

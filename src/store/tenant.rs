@@ -11,6 +11,22 @@ use crate::tenant::TenantId;
 /// `/memories/x` is the base's `/memories/<tenant>/x`. Paths are validated
 /// before they get here and hold no `..`, so a tenant can never name
 /// another tenant's files; errors name tenant-relative paths only.
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use claude_memory::{InMemoryStore, MemoryTool, TenantId, TenantStore};
+/// use serde_json::json;
+///
+/// let base = Arc::new(InMemoryStore::new());
+/// let alice = MemoryTool::new(TenantStore::new(Arc::clone(&base), TenantId::parse("alice")?));
+/// let bob = MemoryTool::new(TenantStore::new(Arc::clone(&base), TenantId::parse("bob")?));
+/// alice.dispatch(&json!({"command": "create", "path": "/memories/a.md", "file_text": "hi"}));
+/// // Bob's /memories is his own: Alice's file is not there.
+/// let view = bob.dispatch(&json!({"command": "view", "path": "/memories/a.md"}));
+/// assert!(view.is_error);
+/// # Ok::<(), claude_memory::tenant::TenantError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct TenantStore<S> {
     base: S,

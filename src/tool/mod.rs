@@ -31,6 +31,22 @@ mod view;
 /// Cheap to share: all methods take `&self`, and it is `Send + Sync` when
 /// the store is, so one handler can serve many threads (or
 /// `tokio::task::spawn_blocking` calls).
+///
+/// ```
+/// use claude_memory::{InMemoryStore, MemoryTool};
+/// use serde_json::json;
+///
+/// let tool = MemoryTool::new(InMemoryStore::new());
+/// let block = json!({"type": "tool_use", "id": "toolu_1", "name": "memory",
+///                    "input": {"command": "view", "path": "/memories"}});
+/// let result = tool.dispatch(&block);
+/// assert!(!result.is_error);
+/// assert_eq!(result.to_json()["tool_use_id"], "toolu_1");
+///
+/// // Every bad input is an error result, never a panic:
+/// let result = tool.dispatch(&json!({"command": "view", "path": "/etc/passwd"}));
+/// assert!(result.is_error);
+/// ```
 #[derive(Clone)]
 pub struct MemoryTool<S> {
     store: S,

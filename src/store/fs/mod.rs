@@ -53,6 +53,20 @@ use crate::path::{MemoryPath, RESERVED_PREFIX};
 const LOCK_FILE: &str = ".claude-memory.lock";
 
 /// A store rooted at a host directory, which stands for `/memories`.
+///
+/// ```
+/// use claude_memory::{FilesystemStore, MemoryTool};
+/// use serde_json::json;
+///
+/// let dir = std::env::temp_dir().join(format!("claude-memory-doc-{}", std::process::id()));
+/// let tool = MemoryTool::new(FilesystemStore::open(&dir)?);
+/// let created = tool.dispatch(&json!({"command": "create", "path": "/memories/a.md",
+///                                     "file_text": "kept on disk\n"}));
+/// assert!(!created.is_error);
+/// assert_eq!(std::fs::read_to_string(dir.join("a.md"))?, "kept on disk\n");
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct FilesystemStore {
     /// For display only; never used to reach a file after `open`.
