@@ -76,6 +76,19 @@ pub enum Command {
 }
 
 impl Command {
+    /// The path the command acts on, as sent (`old_path` for `rename`),
+    /// and `new_path` for `rename`.
+    pub fn paths(&self) -> (&str, Option<&str>) {
+        match self {
+            Command::View { path, .. }
+            | Command::Create { path, .. }
+            | Command::StrReplace { path, .. }
+            | Command::Insert { path, .. }
+            | Command::Delete { path } => (path, None),
+            Command::Rename { old_path, new_path } => (old_path, Some(new_path)),
+        }
+    }
+
     /// The command's name as the model spells it.
     pub fn name(&self) -> &'static str {
         match self {

@@ -46,6 +46,7 @@
 //! | `sqlite` | `SqliteStore` (bundled SQLite) |
 //! | `postgres` | `PostgresStore` |
 //! | `cli` | the `claude-memory` command-line tool |
+//! | `tracing` | one `tracing` span per command (no file content) |
 //! | `conformance` | the [`conformance`] suite, to prove your own store |
 //!
 //! # Where things live

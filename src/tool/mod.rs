@@ -24,6 +24,8 @@ mod delete;
 mod edit;
 mod rename;
 mod responses;
+#[cfg(feature = "tracing")]
+mod trace;
 mod view;
 
 /// The memory tool handler: runs Claude's memory commands against a store.
@@ -153,6 +155,10 @@ impl<S: MemoryStore> MemoryTool<S> {
     /// Runs an already-parsed command.
     pub fn execute(&self, command: &Command) -> ToolResult {
         let started = Instant::now();
+        #[cfg(feature = "tracing")]
+        let span = trace::span(command);
+        #[cfg(feature = "tracing")]
+        let _entered = span.enter();
         let outcome = match command {
             Command::View { path, view_range } => self.view(path, *view_range),
             Command::Create { path, file_text } => self.create(path, file_text),
@@ -173,17 +179,15 @@ impl<S: MemoryStore> MemoryTool<S> {
             Ok(content) => ToolResult::ok(content),
             Err(text) => ToolResult::error(text),
         };
+        #[cfg(feature = "tracing")]
+        trace::finish(&span, &result, started.elapsed());
         if let Some(sink) = &self.audit {
-            let (path, new_path, sent) = match command {
-                Command::View { path, .. } | Command::Delete { path } => (path, None, 0),
-                Command::Create { path, file_text } => (path, None, file_text.len()),
-                Command::StrReplace { path, new_str, .. } => {
-                    (path, None, new_str.as_deref().map_or(0, str::len))
-                }
-                Command::Insert {
-                    path, insert_text, ..
-                } => (path, None, insert_text.len()),
-                Command::Rename { old_path, new_path } => (old_path, Some(new_path.as_str()), 0),
+            let (path, new_path) = command.paths();
+            let sent = match command {
+                Command::Create { file_text, .. } => file_text.len(),
+                Command::StrReplace { new_str, .. } => new_str.as_deref().map_or(0, str::len),
+                Command::Insert { insert_text, .. } => insert_text.len(),
+                _ => 0,
             };
             let returned = match (command, result.content.first()) {
                 (Command::View { .. }, Some(Content::Text(t))) => t.len(),
