@@ -11,9 +11,12 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
 
-/// Every span's name and fields, as `name=value` strings.
+/// A span's name and its fields, as `name=value` strings.
+type SpanRecord = (String, Vec<String>);
+
+/// Every span opened while it is the subscriber.
 #[derive(Default, Clone)]
-struct Capture(Arc<Mutex<Vec<(String, Vec<String>)>>>);
+struct Capture(Arc<Mutex<Vec<SpanRecord>>>);
 
 struct Fields<'a>(&'a mut Vec<String>);
 
