@@ -1,96 +1,107 @@
-//! Export and import of a whole store as one JSON document, so a store can
-//! be backed up or moved between backends (used by the `claude-memory`
-//! CLI).
+//! Backups: a whole store as one versioned JSON document, to keep a copy or
+//! to move a store between backends (the `claude-memory` CLI's `export` and
+//! `import`).
+//!
+//! - [`format`]: the document, [`Backup`] and its [`Entry`]s, and its
+//!   versions (version 1 documents are still read; newer ones are refused).
+//! - `export`: [`Backup::of_store`] reads a store (only reads it).
+//! - `plan`: everything an import checks before it writes.
+//! - `restore`: [`Backup::restore`] writes all or nothing.
+//! - `file`: [`Backup::write_to_file`], atomic and private.
+//!
+//! ```
+//! use claude_memory::backup::{Backup, ImportOptions};
+//! use claude_memory::{Config, InMemoryStore};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let from = InMemoryStore::new();
+//! let to = InMemoryStore::new();
+//! let json = Backup::of_store(&from)?.to_json();
+//! let options = ImportOptions::new().limits_of(&Config::default());
+//! Backup::from_json(&json)?.restore(&to, &options)?;
+//! # Ok(())
+//! # }
+//! ```
 
-use serde_json::{Value, json};
+mod export;
+mod file;
+pub mod format;
+mod plan;
+mod restore;
 
-use crate::base64;
-use crate::path::MemoryPath;
-use crate::store::{Flow, MemoryStore, Order, Step, StoreError, StoreResult, WriteMode, walk};
+use serde_json::Value;
 
-/// The `format` field of an export.
-pub const FORMAT: &str = "claude-memory-export";
+pub use format::{Backup, Content, Entry, FORMAT, FormatError, OLDEST_VERSION, VERSION};
+pub use plan::{ImportOptions, Problem};
+pub use restore::ImportReport;
 
-/// Every file of `store` (hidden ones included): UTF-8 files as `text`,
-/// others as `base64`.
-pub fn export<S: MemoryStore + ?Sized>(store: &S) -> StoreResult<Value> {
-    let mut files = Vec::new();
-    walk(store, &MemoryPath::root(), Order::ByName, &mut |step| {
-        if let Step::File { dir, entry, .. } = step
-            && let Some(child) = dir.join(&entry.name)
-        {
-            let data = store.read(&child, u64::MAX)?.data;
-            let path = child.normalized();
-            files.push(match String::from_utf8(data) {
-                Ok(text) => json!({"path": path, "text": text}),
-                Err(e) => json!({"path": path, "base64": base64::encode(e.as_bytes())}),
-            });
-        }
-        Ok(Flow::Continue)
-    })?;
-    Ok(json!({"format": FORMAT, "version": 1, "files": files}))
-}
+use crate::store::{MemoryStore, StoreError, StoreResult};
 
-/// Why an import failed.
+/// Why an import failed. In every case but [`UndoFailed`](Self::UndoFailed)
+/// the store is as it was before.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ImportError {
-    /// The document is not an export.
-    #[error("not a claude-memory export: {0}")]
-    Format(String),
-    /// A storage failure.
+    /// The document is not a backup this crate reads.
     #[error(transparent)]
+    Format(#[from] FormatError),
+    /// The checks found problems; nothing was written.
+    #[error("{}", refused(.0))]
+    Refused(Vec<Problem>),
+    /// A storage failure; what had been written was undone.
+    #[error("{0} (nothing was imported: what had been written was undone)")]
     Store(#[from] StoreError),
+    /// A write failed and so did part of its undo: the store holds part of
+    /// the import.
+    #[error("{error}; undoing the partial import failed too, the store holds part of it: {}", list(.failures))]
+    UndoFailed {
+        /// The write that failed.
+        error: StoreError,
+        /// What could not be undone.
+        failures: Vec<StoreError>,
+    },
 }
 
-/// Writes every file of an export into `store`; existing files are refused
-/// unless `overwrite`. Returns how many files were written.
+fn refused(problems: &[Problem]) -> String {
+    let mut text = format!(
+        "nothing was imported: {} problem{} found",
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" }
+    );
+    for p in problems {
+        text.push_str("\n  ");
+        text.push_str(&p.to_string());
+    }
+    text
+}
+
+fn list(errors: &[StoreError]) -> String {
+    let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    texts.join("; ")
+}
+
+/// The store as a version 1 document (files only, no times or empty
+/// directories), for callers of the first API. New code should use
+/// [`Backup::of_store`], which writes the current [`VERSION`].
+pub fn export<S: MemoryStore + ?Sized>(store: &S) -> StoreResult<Value> {
+    let mut backup = Backup::of_store(store)?;
+    backup.version = 1;
+    backup.files.retain(|e| !e.directory);
+    for entry in &mut backup.files {
+        entry.modified = None;
+    }
+    Ok(serde_json::to_value(&backup).unwrap_or_default())
+}
+
+/// Imports a document of any readable version, all or nothing and without
+/// size limits (see [`Backup::restore`]); returns how many files were
+/// written.
 pub fn import<S: MemoryStore + ?Sized>(
     store: &S,
     doc: &Value,
     overwrite: bool,
 ) -> Result<usize, ImportError> {
-    if doc.get("format").and_then(Value::as_str) != Some(FORMAT) {
-        return Err(ImportError::Format(
-            "the format field is missing or wrong".into(),
-        ));
-    }
-    let files = doc
-        .get("files")
-        .and_then(Value::as_array)
-        .ok_or_else(|| ImportError::Format("no files array".into()))?;
-    // Check everything before writing anything.
-    let mut planned = Vec::with_capacity(files.len());
-    for (i, file) in files.iter().enumerate() {
-        let path = file
-            .get("path")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ImportError::Format(format!("file {i} has no path")))?;
-        let path = MemoryPath::parse(path).map_err(|e| {
-            ImportError::Format(format!("file {i}: {path} is not a valid memory path: {e}"))
-        })?;
-        let data = match (
-            file.get("text").and_then(Value::as_str),
-            file.get("base64").and_then(Value::as_str),
-        ) {
-            (Some(text), None) => text.as_bytes().to_vec(),
-            (None, Some(b64)) => base64::decode(b64)
-                .ok_or_else(|| ImportError::Format(format!("file {i}: bad base64")))?,
-            _ => {
-                return Err(ImportError::Format(format!(
-                    "file {i} needs exactly one of text or base64"
-                )));
-            }
-        };
-        planned.push((path, data));
-    }
-    let mode = if overwrite {
-        WriteMode::Overwrite
-    } else {
-        WriteMode::Create
-    };
-    for (path, data) in &planned {
-        store.write(path, data, mode)?;
-    }
-    Ok(planned.len())
+    let backup = Backup::from_value(doc)?;
+    let report = backup.restore(store, &ImportOptions::new().overwrite(overwrite))?;
+    Ok(report.files())
 }
