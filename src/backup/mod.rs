@@ -2,7 +2,7 @@
 //! to move a store between backends (the `claude-memory` CLI's `export` and
 //! `import`).
 //!
-//! - [`format`]: the document, [`Backup`] and its [`Entry`]s, and its
+//! - [`format`](mod@format): the document, [`Backup`] and its [`Entry`]s, and its
 //!   versions (version 1 documents are still read; newer ones are refused).
 //! - `export`: [`Backup::of_store`] reads a store (only reads it).
 //! - `plan`: everything an import checks before it writes.
