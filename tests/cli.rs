@@ -664,3 +664,41 @@ proptest! {
         prop_assert!(matches!(o.status.code(), Some(0..=2)), "{:?}: {:?}", args, o.status);
     }
 }
+
+/// The store option behind the reading commands:
+/// `FilesystemStore::builder(dir).read_only(true)` (and `create(false)`).
+#[test]
+fn read_only_filesystem_stores_refuse_writes_and_create_nothing() {
+    use claude_memory::store::WriteMode;
+    use claude_memory::{FilesystemStore, MemoryPath, MemoryStore, StoreError};
+
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let missing = dir.path().join("missing");
+    for builder in [
+        FilesystemStore::builder(&missing).read_only(true),
+        FilesystemStore::builder(&missing).create(false),
+    ] {
+        let e = builder.open().expect_err("no such store");
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+        assert!(!missing.exists());
+    }
+    let (_keep, root) = store_with_two_files();
+    let before = tree_state(&root);
+    let store = FilesystemStore::builder(&root)
+        .read_only(true)
+        .open()
+        .expect("open");
+    let a = MemoryPath::parse("/memories/a.md").expect("path");
+    assert_eq!(store.read(&a, 100).expect("read").data, b"alpha\n");
+    let refused = |r: Result<(), StoreError>| match r {
+        Err(StoreError::Io { source, .. }) => {
+            assert_eq!(source.kind(), std::io::ErrorKind::ReadOnlyFilesystem)
+        }
+        other => panic!("{other:?}"),
+    };
+    refused(store.write(&a, b"x", WriteMode::Overwrite).map(|_| ()));
+    refused(store.delete(&a));
+    refused(store.rename(&a, &MemoryPath::parse("/memories/b").expect("path")));
+    drop(store);
+    assert_eq!(tree_state(&root), before);
+}
