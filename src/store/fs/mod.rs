@@ -73,7 +73,8 @@ pub struct FilesystemStore {
     root_path: PathBuf,
     root: OwnedFd,
     durable: bool,
-    lock: Mutex<File>,
+    /// `None` when opened [read-only](FilesystemStoreBuilder::read_only).
+    lock: Option<Mutex<File>>,
     temp_counter: AtomicU64,
     /// Cleared when the kernel lacks `openat2`.
     use_openat2: AtomicBool,
@@ -85,6 +86,8 @@ pub struct FilesystemStoreBuilder {
     root: PathBuf,
     durable: bool,
     openat2: bool,
+    create: bool,
+    read_only: bool,
 }
 
 impl FilesystemStoreBuilder {
@@ -105,28 +108,58 @@ impl FilesystemStoreBuilder {
         self
     }
 
-    /// Creates the root (mode 0700) if missing, opens it, and removes
-    /// temporary files left by a crashed writer.
+    /// Whether to create the root directory if it is missing (default
+    /// `true`). Off, a missing root is an error of kind
+    /// [`io::ErrorKind::NotFound`], so a mistyped path is not taken for a
+    /// new, empty store.
+    pub fn create(mut self, create: bool) -> Self {
+        self.create = create;
+        self
+    }
+
+    /// Opens an existing store for reading only (default `false`): the
+    /// root must exist, and nothing is created or written on open, not
+    /// even the lock file, nor is a crashed writer's temporary file
+    /// removed. Every write, delete or rename then fails with an I/O error
+    /// of kind [`io::ErrorKind::ReadOnlyFilesystem`]. Works on a store
+    /// the process may not write to.
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+
+    /// Creates the root (mode 0700) if missing (unless
+    /// [`create(false)`](Self::create) or [`read_only`](Self::read_only)),
+    /// opens it, and, unless read-only, removes temporary files left by a
+    /// crashed writer.
     pub fn open(self) -> io::Result<FilesystemStore> {
-        let mut builder = std::fs::DirBuilder::new();
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.recursive(true).create(&self.root)?;
-        let root = sys::open_root(&self.root)?;
-        let lock = sys::open_lock_file(root.as_fd(), LOCK_FILE)?;
-        if !sys::file_type(lock.as_fd())?.is_file() {
-            return Err(io::Error::other(
-                "the store's lock file is not a regular file",
-            ));
+        if self.create && !self.read_only {
+            let mut builder = std::fs::DirBuilder::new();
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder.recursive(true).create(&self.root)?;
         }
+        let root = sys::open_root(&self.root)?;
+        let lock = if self.read_only {
+            None
+        } else {
+            let lock = sys::open_lock_file(root.as_fd(), LOCK_FILE)?;
+            if !sys::file_type(lock.as_fd())?.is_file() {
+                return Err(io::Error::other(
+                    "the store's lock file is not a regular file",
+                ));
+            }
+            Some(Mutex::new(File::from(lock)))
+        };
+        let read_only = lock.is_none();
         let store = FilesystemStore {
             root_path: self.root,
             root,
             durable: self.durable,
-            lock: Mutex::new(File::from(lock)),
+            lock,
             temp_counter: AtomicU64::new(0),
             use_openat2: AtomicBool::new(self.openat2 && cfg!(target_os = "linux")),
         };
-        {
+        if !read_only {
             let lock = store
                 .lock(&MemoryPath::root())
                 .map_err(|_| io::Error::other("cannot lock the store"))?;
@@ -162,6 +195,8 @@ impl FilesystemStore {
             root: root.as_ref().to_path_buf(),
             durable: true,
             openat2: true,
+            create: true,
+            read_only: false,
         }
     }
 
@@ -173,7 +208,14 @@ impl FilesystemStore {
     }
 
     fn lock(&self, path: &MemoryPath) -> StoreResult<WriteLock<'_>> {
-        let file = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(lock) = &self.lock else {
+            let e = io::Error::new(
+                io::ErrorKind::ReadOnlyFilesystem,
+                "the store was opened read-only",
+            );
+            return Err(StoreError::io(Op::Lock, path, e));
+        };
+        let file = lock.lock().unwrap_or_else(PoisonError::into_inner);
         file.lock().map_err(|e| StoreError::io(Op::Lock, path, e))?;
         Ok(WriteLock { file })
     }

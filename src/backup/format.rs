@@ -1,0 +1,227 @@
+//! The backup document: typed, versioned, and read with its header first,
+//! so a document from a newer claude-memory is refused by its version
+//! rather than by whatever field it added.
+
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::base64;
+
+/// The `format` field of every backup.
+pub const FORMAT: &str = "claude-memory-export";
+
+/// The version this crate writes: 2 adds `modified` times and empty
+/// directories to version 1's files.
+pub const VERSION: u32 = 2;
+
+/// The oldest version this crate still reads.
+pub const OLDEST_VERSION: u32 = 1;
+
+/// A whole store as one document.
+///
+/// ```json
+/// {"format": "claude-memory-export", "version": 2, "files": [
+///   {"path": "/memories/a.md", "text": "alpha\n", "modified": "2025-01-02T03:04:05.678Z"},
+///   {"path": "/memories/logo.png", "base64": "iVBORw0K…", "modified": "…"},
+///   {"path": "/memories/empty", "directory": true}
+/// ]}
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Backup {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// [`VERSION`] when written by this crate; [`OLDEST_VERSION`] to
+    /// [`VERSION`] are read.
+    pub version: u32,
+    /// Files and empty directories, in path order.
+    pub files: Vec<Entry>,
+}
+
+/// One file or empty directory of a [`Backup`]: exactly one of `text`,
+/// `base64` or `directory: true`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// The memory path (`/memories/…`).
+    pub path: String,
+    /// The content, for a UTF-8 file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// The content in standard base64, for any other file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base64: Option<String>,
+    /// True for an empty directory (one with files is implied by them).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub directory: bool,
+    /// When the file was last written, in RFC 3339 (UTC), if the store
+    /// knew. Kept for reference: an import cannot set it (restored files
+    /// carry the time of the import).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified: Option<String>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// What an [`Entry`] holds, once checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Content {
+    /// A file and its bytes.
+    File(Vec<u8>),
+    /// An empty directory.
+    Directory,
+}
+
+impl Entry {
+    /// A file entry: `text` if `data` is UTF-8, else `base64`.
+    pub fn file(path: impl Into<String>, data: Vec<u8>, modified: Option<SystemTime>) -> Self {
+        let (text, base64) = match String::from_utf8(data) {
+            Ok(text) => (Some(text), None),
+            Err(e) => (None, Some(base64::encode(e.as_bytes()))),
+        };
+        Entry {
+            path: path.into(),
+            text,
+            base64,
+            directory: false,
+            modified: modified.map(|m| humantime::format_rfc3339_millis(m).to_string()),
+        }
+    }
+
+    /// An empty directory entry.
+    pub fn directory(path: impl Into<String>) -> Self {
+        Entry {
+            path: path.into(),
+            text: None,
+            base64: None,
+            directory: true,
+            modified: None,
+        }
+    }
+
+    /// The checked content, or why the entry is malformed.
+    pub fn content(&self) -> Result<Content, String> {
+        match (&self.text, &self.base64, self.directory) {
+            (Some(text), None, false) => Ok(Content::File(text.as_bytes().to_vec())),
+            (None, Some(b64), false) => base64::decode(b64)
+                .map(Content::File)
+                .ok_or_else(|| "its base64 is not valid".to_owned()),
+            (None, None, true) => Ok(Content::Directory),
+            _ => Err("it needs exactly one of text, base64 or \"directory\": true".to_owned()),
+        }
+    }
+
+    /// The parsed `modified` time, or why it does not parse.
+    pub fn modified_time(&self) -> Result<Option<SystemTime>, String> {
+        self.modified
+            .as_deref()
+            .map(|m| {
+                humantime::parse_rfc3339(m)
+                    .map_err(|e| format!("its modified time `{m}` is not RFC 3339 UTC: {e}"))
+            })
+            .transpose()
+    }
+}
+
+/// Why a document is not a backup this crate can read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormatError {
+    /// Not JSON at all.
+    #[error("not JSON: {0}")]
+    NotJson(String),
+    /// The `format` field is missing or not [`FORMAT`].
+    #[error("not a claude-memory export (the \"format\" field is not \"{FORMAT}\")")]
+    NotABackup,
+    /// A version above [`VERSION`]: written by a newer claude-memory.
+    #[error(
+        "this export is version {0}, from a newer claude-memory; this one reads versions {OLDEST_VERSION} to {VERSION}: upgrade claude-memory to import it"
+    )]
+    Newer(u64),
+    /// A missing, non-integer or unknown version.
+    #[error(
+        "this export has version {0}, which no claude-memory writes (this one reads versions {OLDEST_VERSION} to {VERSION})"
+    )]
+    UnknownVersion(String),
+    /// The header is fine but the rest does not fit the version's shape.
+    #[error("a malformed version {version} export: {reason}")]
+    Malformed {
+        /// The document's version.
+        version: u32,
+        /// What serde said.
+        reason: String,
+    },
+}
+
+impl Backup {
+    /// A backup of the current [`VERSION`] holding `files`.
+    pub fn new(files: Vec<Entry>) -> Self {
+        Backup {
+            format: FORMAT.to_owned(),
+            version: VERSION,
+            files,
+        }
+    }
+
+    /// Parses a document: checks `format` and `version` before anything
+    /// else, so a newer version is refused as such.
+    pub fn from_json(text: &str) -> Result<Self, FormatError> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| FormatError::NotJson(e.to_string()))?;
+        Self::from_value(&value)
+    }
+
+    /// [`from_json`](Self::from_json) for an already parsed document.
+    pub fn from_value(value: &Value) -> Result<Self, FormatError> {
+        if value.get("format").and_then(Value::as_str) != Some(FORMAT) {
+            return Err(FormatError::NotABackup);
+        }
+        let version = match value.get("version") {
+            Some(Value::Number(n)) => match n.as_u64() {
+                Some(v) if v > u64::from(VERSION) => return Err(FormatError::Newer(v)),
+                Some(v) if v >= u64::from(OLDEST_VERSION) => v as u32,
+                _ => return Err(FormatError::UnknownVersion(n.to_string())),
+            },
+            Some(other) => return Err(FormatError::UnknownVersion(other.to_string())),
+            None => return Err(FormatError::UnknownVersion("(none)".to_owned())),
+        };
+        let backup: Backup =
+            serde_json::from_value(value.clone()).map_err(|e| FormatError::Malformed {
+                version,
+                reason: e.to_string(),
+            })?;
+        if version == 1
+            && let Some(e) = backup
+                .files
+                .iter()
+                .find(|e| e.directory || e.modified.is_some())
+        {
+            return Err(FormatError::Malformed {
+                version,
+                reason: format!("{}: version 1 has no directory or modified fields", e.path),
+            });
+        }
+        Ok(backup)
+    }
+
+    /// The document as pretty-printed JSON, with a final newline.
+    pub fn to_json(&self) -> String {
+        // Serializing plain strings, bools and numbers cannot fail.
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    /// How many file entries (not directories).
+    pub fn file_count(&self) -> usize {
+        self.files.iter().filter(|e| !e.directory).count()
+    }
+
+    /// How many empty-directory entries.
+    pub fn directory_count(&self) -> usize {
+        self.files.iter().filter(|e| e.directory).count()
+    }
+}

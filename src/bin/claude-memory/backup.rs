@@ -1,0 +1,71 @@
+//! `export [--output FILE]` and `import FILE [--overwrite]`.
+
+use std::io::{self, Read, Write};
+use std::path::Path;
+
+use claude_memory::backup::{Backup, ImportOptions};
+
+use crate::output::{Failure, Outcome, count, err, failed, out, stdout_error};
+
+pub fn export(tool: &crate::Tool, output: Option<&Path>) -> Outcome {
+    let backup = Backup::of_store(tool.store()).map_err(failed)?;
+    let summary = format!(
+        "{} and {}",
+        count(backup.file_count(), "file", "files"),
+        count(
+            backup.directory_count(),
+            "empty directory",
+            "empty directories"
+        )
+    );
+    match output {
+        None => {
+            let mut stdout = io::stdout().lock();
+            stdout
+                .write_all(backup.to_json().as_bytes())
+                .and_then(|()| stdout.flush())
+                .map_err(stdout_error)?;
+        }
+        Some(file) => {
+            backup
+                .write_to_file(file)
+                .map_err(|e| failed(format!("cannot write {}: {e}", file.display())))?;
+            err(format_args!("exported {summary} to {}", file.display()));
+        }
+    }
+    Ok(())
+}
+
+/// Reads and parses the backup `file` ("-" for stdin): done before the
+/// store is opened, so a mistyped file name creates no store.
+pub fn read(file: &Path) -> Result<Backup, Failure> {
+    let shown = file.display();
+    let mut text = String::new();
+    let read = if file.as_os_str() == "-" {
+        io::stdin().lock().read_to_string(&mut text)
+    } else {
+        std::fs::File::open(file).and_then(|mut f| f.read_to_string(&mut text))
+    };
+    read.map_err(|e| failed(format!("cannot read {shown}: {e}")))?;
+    Backup::from_json(&text).map_err(|e| Failure::Failed(format!("{shown}: {e}")))
+}
+
+pub fn import(tool: &crate::Tool, file: &Path, backup: &Backup, overwrite: bool) -> Outcome {
+    let options = ImportOptions::new()
+        .overwrite(overwrite)
+        .limits_of(tool.config());
+    let report = backup
+        .restore(tool.store(), &options)
+        .map_err(|e| Failure::Failed(format!("{}: {e}", file.display())))?;
+    let mut line = format!("imported {}", count(report.files(), "file", "files"));
+    if report.replaced > 0 {
+        line += &format!(" ({} replaced)", report.replaced);
+    }
+    if report.directories > 0 {
+        line += &format!(
+            " and {}",
+            count(report.directories, "empty directory", "empty directories")
+        );
+    }
+    out(line)
+}

@@ -1,0 +1,99 @@
+//! `claude-memory`: operate a memory store from the shell (feature `cli`).
+//!
+//! - `args`: the command line (clap).
+//! - `store`: which store it names, opened read-only or for writing.
+//! - `output`: stdout/stderr, broken pipes, failures and exit statuses.
+//! - one file per command: `view`, `backup` (export, import), `prune`,
+//!   `stats`; `serve` is the stdio bridge.
+//!
+//! Exit status: 0 success (and a closed stdout), 1 the operation failed,
+//! 2 usage error. No argument list makes it panic.
+
+mod args;
+mod backup;
+mod output;
+mod prune;
+mod stats;
+mod store;
+mod view;
+
+use std::io;
+use std::process::ExitCode;
+
+use clap::Parser;
+use claude_memory::{Config, MemoryStore, MemoryTool};
+
+/// The handler on whichever store the command line names.
+type Tool = MemoryTool<Box<dyn MemoryStore>>;
+
+use crate::args::{Cli, Command};
+use crate::output::{Failure, Outcome, failed};
+use crate::store::{Access, StoreSpec};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse_from(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and --version go to stdout (status 0), errors to stderr
+            // (status 2); a closed stream is no reason to panic.
+            let _ = e.print();
+            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.report(),
+    }
+}
+
+fn run(cli: Cli) -> Outcome {
+    let spec = StoreSpec::from_args(cli.store.as_deref(), cli.root)?;
+    let mut config = Config::default();
+    if let Some(n) = cli.view_limit {
+        config.view_output_limit = n;
+    }
+    if let Some(n) = cli.max_file_size {
+        config.max_file_size = n;
+    }
+    if cli.max_store_size.is_some() {
+        config.max_store_size = cli.max_store_size;
+    }
+    // Each command says what it does to the store: only reading commands
+    // open it read-only; only serve and import may create it.
+    let open = |access: Access| -> Result<Tool, Failure> {
+        Ok(MemoryTool::with_config(
+            store::open(&spec, access)?,
+            config.clone(),
+        ))
+    };
+    match cli.command {
+        Command::Serve => {
+            let tool = open(Access::Create)?;
+            claude_memory::bridge::serve(&tool, io::stdin().lock(), io::stdout().lock()).map_err(
+                |e| match e.kind() {
+                    io::ErrorKind::BrokenPipe => Failure::Quiet,
+                    _ => failed(format_args!("serve stopped: {e}")),
+                },
+            )
+        }
+        Command::View { path, range } => view::view(&open(Access::Read)?, &path, range),
+        Command::Export { output } => backup::export(&open(Access::Read)?, output.as_deref()),
+        Command::Import { file, overwrite } => {
+            // Read first: a mistyped backup file creates no store.
+            let b = backup::read(&file)?;
+            backup::import(&open(Access::Create)?, &file, &b, overwrite)
+        }
+        Command::Prune {
+            older_than,
+            dry_run,
+        } => {
+            let access = if dry_run {
+                Access::Read
+            } else {
+                Access::Change
+            };
+            prune::prune(&open(access)?, older_than, dry_run)
+        }
+        Command::Stats => stats::stats(&open(Access::Read)?),
+    }
+}

@@ -1,0 +1,78 @@
+//! Everything the CLI prints goes through here: stdout with a closed pipe
+//! taken as "the reader has gone, stop quietly" (never a panic, as
+//! `println!` would), stderr best effort, the failures and their exit
+//! statuses, and plurals.
+
+use std::fmt;
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+/// Why a command stopped early.
+#[derive(Debug)]
+pub enum Failure {
+    /// The arguments cannot work: exit status 2.
+    Usage(String),
+    /// The operation failed: exit status 1.
+    Failed(String),
+    /// The operation failed and has said why already: exit status 1.
+    Reported,
+    /// The reader of stdout has gone (a broken pipe): stop, exit status 0,
+    /// nothing more to say.
+    Quiet,
+}
+
+impl Failure {
+    /// Prints the message (if any) and gives the exit status.
+    pub fn report(self) -> ExitCode {
+        match self {
+            Failure::Usage(message) => {
+                err(format_args!(
+                    "claude-memory: {message}\nRun `claude-memory --help` for usage."
+                ));
+                ExitCode::from(2)
+            }
+            Failure::Failed(message) => {
+                err(format_args!("claude-memory: {message}"));
+                ExitCode::from(1)
+            }
+            Failure::Reported => ExitCode::from(1),
+            Failure::Quiet => ExitCode::SUCCESS,
+        }
+    }
+}
+
+/// `Failure::Failed` from anything displayable.
+pub fn failed(e: impl fmt::Display) -> Failure {
+    Failure::Failed(e.to_string())
+}
+
+/// What a command returns.
+pub type Outcome = Result<(), Failure>;
+
+/// A write error on stdout: a broken pipe ends quietly, anything else is a
+/// failure.
+pub fn stdout_error(e: io::Error) -> Failure {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        Failure::Quiet
+    } else {
+        Failure::Failed(format!("cannot write to stdout: {e}"))
+    }
+}
+
+/// Prints a line on stdout.
+pub fn out(line: impl fmt::Display) -> Outcome {
+    let mut stdout = io::stdout().lock();
+    writeln!(stdout, "{line}")
+        .and_then(|()| stdout.flush())
+        .map_err(stdout_error)
+}
+
+/// Prints a line on stderr; if stderr is closed there is no one to tell.
+pub fn err(line: impl fmt::Display) {
+    let _ = writeln!(io::stderr().lock(), "{line}");
+}
+
+/// `1 file`, `2 files`; `1 directory`, `0 directories`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

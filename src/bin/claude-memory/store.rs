@@ -1,0 +1,139 @@
+//! Which store the command line names (`--store`, `--root`, the
+//! environment), and opening it for reading only or for writing.
+
+use std::io;
+use std::path::PathBuf;
+
+use claude_memory::{FilesystemStore, MemoryStore};
+
+use crate::output::Failure;
+
+/// A store named on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreSpec {
+    /// A directory ([`FilesystemStore`]).
+    Dir(PathBuf),
+    /// `sqlite:PATH`.
+    Sqlite(PathBuf),
+    /// `postgres://…` or `postgresql://…`.
+    Postgres(String),
+}
+
+impl StoreSpec {
+    /// Parses `--store`'s value.
+    pub fn parse(text: &str) -> Result<StoreSpec, Failure> {
+        if let Some(path) = text.strip_prefix("sqlite:") {
+            if path.is_empty() {
+                return Err(Failure::Usage(
+                    "sqlite: needs a path, as in sqlite:memory.db".into(),
+                ));
+            }
+            return Ok(StoreSpec::Sqlite(PathBuf::from(path)));
+        }
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            return Ok(StoreSpec::Postgres(text.to_owned()));
+        }
+        if text.is_empty() {
+            return Err(Failure::Usage(
+                "the store is empty: give a directory, sqlite:PATH or a postgres:// URL".into(),
+            ));
+        }
+        Ok(StoreSpec::Dir(PathBuf::from(text)))
+    }
+
+    /// The store from the flags, else `CLAUDE_MEMORY_STORE`, else
+    /// `CLAUDE_MEMORY_DIR`.
+    pub fn from_args(store: Option<&str>, root: Option<PathBuf>) -> Result<StoreSpec, Failure> {
+        if let Some(store) = store {
+            return StoreSpec::parse(store);
+        }
+        if let Some(root) = root {
+            return Ok(StoreSpec::Dir(root));
+        }
+        if let Some(store) = std::env::var_os("CLAUDE_MEMORY_STORE") {
+            let store = store
+                .into_string()
+                .map_err(|_| Failure::Usage("CLAUDE_MEMORY_STORE is not valid UTF-8".into()))?;
+            return StoreSpec::parse(&store);
+        }
+        if let Some(dir) = std::env::var_os("CLAUDE_MEMORY_DIR") {
+            return Ok(StoreSpec::Dir(PathBuf::from(dir)));
+        }
+        Err(Failure::Usage(
+            "no store given: use --store STORE (or --root DIR, CLAUDE_MEMORY_STORE, CLAUDE_MEMORY_DIR)".into(),
+        ))
+    }
+}
+
+/// What a command will do to the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Only read: the store must exist, and nothing is created or written
+    /// (a directory store is opened read-only, without its lock file).
+    Read,
+    /// Change an existing store (prune): it must exist.
+    Change,
+    /// Write, creating the store if missing (serve, import).
+    Create,
+}
+
+/// Opens the store.
+pub fn open(spec: &StoreSpec, access: Access) -> Result<Box<dyn MemoryStore>, Failure> {
+    match spec {
+        StoreSpec::Dir(dir) => {
+            let store = FilesystemStore::builder(dir)
+                .create(access == Access::Create)
+                .read_only(access == Access::Read)
+                .open()
+                .map_err(|e| {
+                    let shown = dir.display();
+                    Failure::Failed(match e.kind() {
+                        io::ErrorKind::NotFound => format!(
+                            "no memory store at {shown}: the directory does not exist (mistyped? `serve` or `import` create one)"
+                        ),
+                        io::ErrorKind::NotADirectory => {
+                            format!("cannot open the store {shown}: it is not a directory")
+                        }
+                        _ => format!("cannot open the store {shown}: {e}"),
+                    })
+                })?;
+            Ok(Box::new(store))
+        }
+        StoreSpec::Sqlite(path) => open_sqlite(path, access),
+        StoreSpec::Postgres(url) => open_postgres(url),
+    }
+}
+
+#[cfg(feature = "sqlite")]
+fn open_sqlite(path: &std::path::Path, access: Access) -> Result<Box<dyn MemoryStore>, Failure> {
+    let shown = path.display();
+    if access != Access::Create && !path.is_file() {
+        return Err(Failure::Failed(format!(
+            "no SQLite store at {shown}: the file does not exist (mistyped? `serve` or `import` create one)"
+        )));
+    }
+    let store = claude_memory::SqliteStore::open(path)
+        .map_err(|e| Failure::Failed(format!("cannot open the SQLite store {shown}: {e}")))?;
+    Ok(Box::new(store))
+}
+
+#[cfg(not(feature = "sqlite"))]
+fn open_sqlite(_: &std::path::Path, _: Access) -> Result<Box<dyn MemoryStore>, Failure> {
+    Err(Failure::Usage(
+        "this claude-memory was built without the sqlite feature (rebuild with --features cli,sqlite)".into(),
+    ))
+}
+
+#[cfg(feature = "postgres")]
+fn open_postgres(url: &str) -> Result<Box<dyn MemoryStore>, Failure> {
+    let store = claude_memory::PostgresStore::connect(url, 2)
+        .map_err(|e| Failure::Failed(format!("cannot connect to the PostgreSQL store: {e}")))?;
+    Ok(Box::new(store))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn open_postgres(_: &str) -> Result<Box<dyn MemoryStore>, Failure> {
+    Err(Failure::Usage(
+        "this claude-memory was built without the postgres feature (rebuild with --features cli,postgres)".into(),
+    ))
+}
