@@ -122,14 +122,57 @@ impl Dir {
         Some(dir)
     }
 
+    /// Bytes of every file below, iteratively (no recursion per level:
+    /// a tree of any depth is totalled on a fixed stack).
     fn total(&self) -> u64 {
-        self.children
-            .values()
-            .map(|n| match n {
-                Node::File { data, .. } => data.len() as u64,
-                Node::Dir(d) => d.total(),
-            })
-            .sum()
+        let mut total = 0u64;
+        let mut stack = vec![self];
+        while let Some(dir) = stack.pop() {
+            for node in dir.children.values() {
+                match node {
+                    Node::File { data, .. } => total = total.saturating_add(data.len() as u64),
+                    Node::Dir(d) => stack.push(d),
+                }
+            }
+        }
+        total
+    }
+
+    /// The longest relative path below this directory, in bytes: for an
+    /// entry `a/b` below it, `"/a/b".len()`. Iterative.
+    fn deepest(&self) -> usize {
+        let mut longest = 0;
+        let mut stack = vec![(self, 0usize)];
+        while let Some((dir, len)) = stack.pop() {
+            for (name, node) in &dir.children {
+                let here = len + 1 + name.len();
+                longest = longest.max(here);
+                if let Node::Dir(d) = node {
+                    stack.push((d, here));
+                }
+            }
+        }
+        longest
+    }
+}
+
+impl Drop for Dir {
+    /// Frees the tree iteratively: the derived drop would recurse once per
+    /// level and overflow the stack on a deep tree.
+    fn drop(&mut self) {
+        let mut pending: Vec<Dir> = Vec::new();
+        let take = |dir: &mut Dir, pending: &mut Vec<Dir>| {
+            for (_, node) in std::mem::take(&mut dir.children) {
+                if let Node::Dir(d) = node {
+                    pending.push(d);
+                }
+            }
+        };
+        take(self, &mut pending);
+        while let Some(mut dir) = pending.pop() {
+            take(&mut dir, &mut pending);
+            // `dir` is dropped here with no children: no recursion.
+        }
     }
 }
 
@@ -259,9 +302,11 @@ impl MemoryStore for InMemoryStore {
     fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
         let mut inner = self.write_inner();
         StoreError::check_rename(from, to)?;
-        if !matches!(inner.root.lookup(from.components()), Lookup::Found(_)) {
-            return Err(StoreError::NotFound { path: from.clone() });
-        }
+        let below = match inner.root.lookup(from.components()) {
+            Lookup::Found(Node::Dir(d)) => d.deepest(),
+            Lookup::Found(Node::File { .. }) => 0,
+            _ => return Err(StoreError::NotFound { path: from.clone() }),
+        };
         if to.is_root() {
             return Err(StoreError::AlreadyExists { path: to.clone() });
         }
@@ -270,6 +315,7 @@ impl MemoryStore for InMemoryStore {
             Lookup::ParentFile(depth) => return Err(StoreError::parent_not_directory(to, depth)),
             Lookup::Missing => {}
         }
+        StoreError::check_depth(from, to, below)?;
         let from_name = from.name().unwrap_or_default();
         let node = inner
             .root

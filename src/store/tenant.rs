@@ -60,6 +60,15 @@ impl<S: MemoryStore> TenantStore<S> {
                 path: strip(path),
                 reason,
             },
+            StoreError::PathTooLong { path, limit } => StoreError::PathTooLong {
+                path: strip(path),
+                limit: limit.saturating_sub(1 + self.tenant.as_str().len()),
+            },
+            StoreError::StoreFull { path, total, limit } => StoreError::StoreFull {
+                path: strip(path),
+                total,
+                limit,
+            },
             StoreError::Io { op, path, source } => StoreError::Io {
                 op,
                 path: strip(path),

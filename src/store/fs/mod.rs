@@ -30,6 +30,7 @@
 mod cleanup;
 mod resolve;
 mod sys;
+mod tree;
 mod version;
 
 use std::fs::File;
@@ -48,7 +49,7 @@ use super::{
     Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Op, StoreError,
     StoreResult, Updated, Version, WriteMode,
 };
-use crate::path::{MemoryPath, RESERVED_PREFIX};
+use crate::path::MemoryPath;
 
 const LOCK_FILE: &str = ".claude-memory.lock";
 
@@ -116,7 +117,7 @@ impl FilesystemStoreBuilder {
             let lock = store
                 .lock(&MemoryPath::root())
                 .map_err(|_| io::Error::other("cannot lock the store"))?;
-            cleanup::remove_temp_files(store.root.as_fd(), 0)?;
+            cleanup::remove_temp_files(store.root.as_fd())?;
             drop(lock);
         }
         Ok(store)
@@ -402,7 +403,7 @@ impl MemoryStore for FilesystemStore {
             let Ok(name) = name.to_str() else {
                 return Ok(()); // not UTF-8: no memory path can name it
             };
-            if name.starts_with(RESERVED_PREFIX) {
+            if crate::path::is_reserved(name) {
                 return Ok(());
             }
             let (kind, len, modified) = match file_type {
@@ -437,7 +438,7 @@ impl MemoryStore for FilesystemStore {
         };
         let result = match entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Delete, path, e))? {
             Entry::Absent => return Err(StoreError::NotFound { path: path.clone() }),
-            Entry::Dir => sys::remove_tree(dir.as_fd(), name, 0),
+            Entry::Dir => tree::remove_tree(dir.as_fd(), name),
             _ => sys::unlink(&dir, name),
         };
         result.map_err(|e| io_error(Op::Delete, path, e))?;
@@ -457,6 +458,10 @@ impl MemoryStore for FilesystemStore {
         {
             return Err(StoreError::NotFound { path: from.clone() });
         }
+        // Measured under the lock, so no writer of this store can deepen
+        // the tree between the check and the move.
+        let below = tree::deepest_below(from_dir.as_fd(), from_name)
+            .map_err(|e| io_error(Op::Stat, from, e))?;
         let Some(to_name) = to.name() else {
             return Err(StoreError::AlreadyExists { path: to.clone() });
         };
@@ -472,6 +477,7 @@ impl MemoryStore for FilesystemStore {
             }
             Parent::Missing => {}
         }
+        StoreError::check_depth(from, to, below)?;
         let (to_dir, made) = self.make_parent(to)?;
         if let Err(e) =
             sys::rename_no_replace(from_dir.as_fd(), from_name, to_dir.as_fd(), to_name, to)
