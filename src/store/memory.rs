@@ -331,6 +331,22 @@ impl MemoryStore for InMemoryStore {
         Ok(())
     }
 
+    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        let mut inner = self.write_inner();
+        if path.is_root() {
+            return Ok(false);
+        }
+        match inner.root.lookup(path.components()) {
+            Lookup::Found(Node::Dir(d)) if d.children.is_empty() => {}
+            _ => return Ok(false),
+        }
+        let name = path.name().unwrap_or_default();
+        if let Some(parent) = inner.root.parent_mut(path.components()) {
+            parent.children.remove(name);
+        }
+        Ok(true)
+    }
+
     fn total_size(&self) -> StoreResult<u64> {
         Ok(self.read_inner().root.total())
     }

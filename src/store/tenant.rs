@@ -161,6 +161,15 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
             .map_err(|e| self.outer(e))
     }
 
+    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        if path.is_root() {
+            return Ok(false);
+        }
+        self.base
+            .remove_empty_dir(&self.inner(path))
+            .map_err(|e| self.outer(e))
+    }
+
     /// This tenant's files only: the base's total would count every
     /// tenant's, so it is walked here rather than forwarded.
     fn total_size(&self) -> StoreResult<u64> {

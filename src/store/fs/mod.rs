@@ -41,6 +41,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rustix::fs::{self as rfs, FileType};
+use rustix::io::Errno;
 
 use self::resolve::{DirFd, Parent, remove_made};
 use self::sys::{Entry, entry_at, io_error, modified};
@@ -443,6 +444,32 @@ impl MemoryStore for FilesystemStore {
         };
         result.map_err(|e| io_error(Op::Delete, path, e))?;
         self.sync(path, &dir)
+    }
+
+    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        let Some(name) = path.name() else {
+            return Ok(false);
+        };
+        let _lock = self.lock(path)?;
+        let dir = match self.parent(path)? {
+            Parent::Dir(fd) => fd,
+            _ => return Ok(false),
+        };
+        if !matches!(
+            entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Delete, path, e))?,
+            Entry::Dir
+        ) {
+            return Ok(false);
+        }
+        // `rmdir`: the kernel refuses a directory that is not empty at
+        // that instant.
+        match sys::remove_dir(&dir, name) {
+            Ok(()) => {}
+            Err(Errno::NOTEMPTY | Errno::EXIST | Errno::NOENT | Errno::NOTDIR) => return Ok(false),
+            Err(e) => return Err(io_error(Op::Delete, path, e)),
+        }
+        self.sync(path, &dir)?;
+        Ok(true)
     }
 
     fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
