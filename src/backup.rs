@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::base64;
-use crate::path::MemoryPath;
+use crate::path::{MemoryPath, PathError};
 use crate::store::{Flow, MemoryStore, Order, Step, StoreError, StoreResult, WriteMode, walk};
 
 /// The `format` field of an export.
@@ -66,7 +66,14 @@ pub fn import<S: MemoryStore + ?Sized>(
             .get("path")
             .and_then(Value::as_str)
             .ok_or_else(|| ImportError::Format(format!("file {i} has no path")))?;
-        let path = MemoryPath::parse(path).map_err(|e| {
+        // A shared base store's export holds tenant paths longer than the
+        // model's 1,024 bytes (the tenant prefix comes on top): restore
+        // them too, from their valid components.
+        let parsed = match MemoryPath::parse(path) {
+            Err(PathError::TooLong) => MemoryPath::from_stored(path).ok_or(PathError::TooLong),
+            other => other,
+        };
+        let path = parsed.map_err(|e| {
             ImportError::Format(format!("file {i}: {path} is not a valid memory path: {e}"))
         })?;
         let data = match (
