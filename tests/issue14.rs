@@ -179,10 +179,8 @@ fn repro2_a_deep_file_cannot_brick_the_filesystem_store() {
 
 #[test]
 fn repro3_renames_cannot_bypass_the_store_size_limit() {
-    let config = Config {
-        max_store_size: Some(20_000),
-        ..Config::default()
-    };
+    let mut config = Config::default();
+    config.max_store_size = Some(20_000);
     let mut lines = Vec::new();
     for i in 0..10 {
         lines.push(json!({"command":"create","path":format!("/memories/s{i}/f.md"),"file_text":"z".repeat(15_000)}));
@@ -228,7 +226,7 @@ fn repro4_a_shared_base_sees_backs_up_and_expires_every_tenant_file() {
     assert_eq!(files.len(), 1);
     assert!(files[0]["path"].as_str().expect("path").len() > 1024);
     let restored = InMemoryStore::new();
-    claude_memory::backup::import(&restored, &exported).expect("import");
+    claude_memory::backup::import(&restored, &exported, false).expect("import");
     assert_eq!(claude_memory::backup::export(&restored).expect("export"), exported);
 
     let later = SystemTime::now() + Duration::from_secs(3600);
