@@ -58,10 +58,8 @@ pub fn expire<S: MemoryStore + ?Sized>(
             Step::File { .. } => report.kept_files += 1,
             // Only remove a directory if it is empty at that instant
             // (`rmdir`): a file another agent just put there stays.
-            Step::Leave { path, depth } if depth > 0 => {
-                if store.remove_empty_dir(path)? {
-                    report.removed_dirs.push(path.clone());
-                }
+            Step::Leave { path, depth } if depth > 0 && store.remove_empty_dir(path)? => {
+                report.removed_dirs.push(path.clone());
             }
             _ => {}
         }

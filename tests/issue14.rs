@@ -44,7 +44,7 @@ fn chain(top: &str, name: &str, len: usize) -> String {
     let levels = (len - head.len() - name.len()) / 2;
     let mut p = head + &"x/".repeat(levels) + name;
     while p.len() < len {
-        p.insert_str(format!("/memories/{top}/").len(), "y");
+        p.insert(format!("/memories/{top}/").len(), 'y');
     }
     p
 }
@@ -71,7 +71,10 @@ fn check_deepening_refused(answers: &[Value]) {
         )
     );
     assert_eq!(answers[1]["is_error"], true);
-    assert_eq!(text(&answers[2]), "Error: The path /memories/t1 does not exist");
+    assert_eq!(
+        text(&answers[2]),
+        "Error: The path /memories/t1 does not exist"
+    );
     assert_eq!(
         text(answers.last().expect("answers")),
         "Successfully deleted /memories/t0"
@@ -151,7 +154,10 @@ fn a_move_to_exactly_the_limit_is_allowed_and_one_byte_more_is_not() {
         );
         assert_eq!(
             text(&answers[3]),
-            format!("Successfully renamed /memories/d to {}", chain("c", "d", 1019))
+            format!(
+                "Successfully renamed /memories/d to {}",
+                chain("c", "d", 1019)
+            )
         );
     }
 }
@@ -170,7 +176,10 @@ fn repro2_a_deep_file_cannot_brick_the_filesystem_store() {
                 json!({"command":"rename","old_path":"/memories/b","new_path":chain("c", "b", 1024)}),
             ],
         );
-        assert_eq!(text(&answers[0]), format!("File created successfully at: {deep}"));
+        assert_eq!(
+            text(&answers[0]),
+            format!("File created successfully at: {deep}")
+        );
         assert!(text(&answers[1]).starts_with("Error: Cannot move /memories/a to "));
     }
     let store = FilesystemStore::open(dir.path()).expect("reopen");
@@ -187,7 +196,10 @@ fn repro3_renames_cannot_bypass_the_store_size_limit() {
         lines.push(json!({"command":"rename","old_path":format!("/memories/s{i}"),"new_path":chain(&format!("h{i}"), &format!("s{i}"), 1024)}));
     }
     let check = |answers: Vec<Value>| {
-        assert_eq!(text(&answers[0]), "File created successfully at: /memories/s0/f.md");
+        assert_eq!(
+            text(&answers[0]),
+            "File created successfully at: /memories/s0/f.md"
+        );
         assert!(text(&answers[1]).starts_with("Error: Cannot move /memories/s0 to "));
         for i in 1..10 {
             assert_eq!(
@@ -198,12 +210,18 @@ fn repro3_renames_cannot_bypass_the_store_size_limit() {
     };
     let dir = tempfile::tempdir().expect("tempdir");
     let store = FilesystemStore::open(dir.path()).expect("open");
-    check(attack(&MemoryTool::with_config(&store, config.clone()), &lines));
+    check(attack(
+        &MemoryTool::with_config(&store, config.clone()),
+        &lines,
+    ));
     assert_eq!(store.total_size().expect("total"), 15_000);
 
     let base = InMemoryStore::new();
     let tenant = TenantStore::new(&base, TenantId::parse("t").expect("id"));
-    check(attack(&MemoryTool::with_config(&tenant, config.clone()), &lines));
+    check(attack(
+        &MemoryTool::with_config(&tenant, config.clone()),
+        &lines,
+    ));
     assert_eq!(base.total_size().expect("total"), 15_000);
 }
 
@@ -218,7 +236,10 @@ fn repro4_a_shared_base_sees_backs_up_and_expires_every_tenant_file() {
         &tenant,
         &[json!({"command":"create","path":path,"file_text":"hello"})],
     );
-    assert_eq!(text(&answers[0]), format!("File created successfully at: {path}"));
+    assert_eq!(
+        text(&answers[0]),
+        format!("File created successfully at: {path}")
+    );
     assert_eq!(base.total_size().expect("total"), 5);
 
     let exported = claude_memory::backup::export(&*base).expect("export");
@@ -227,10 +248,14 @@ fn repro4_a_shared_base_sees_backs_up_and_expires_every_tenant_file() {
     assert!(files[0]["path"].as_str().expect("path").len() > 1024);
     let restored = InMemoryStore::new();
     claude_memory::backup::import(&restored, &exported, false).expect("import");
-    assert_eq!(claude_memory::backup::export(&restored).expect("export"), exported);
+    assert_eq!(
+        claude_memory::backup::export(&restored).expect("export"),
+        exported
+    );
 
     let later = SystemTime::now() + Duration::from_secs(3600);
-    let report = claude_memory::expiry::expire(&*base, Duration::from_secs(1), later).expect("expire");
+    let report =
+        claude_memory::expiry::expire(&*base, Duration::from_secs(1), later).expect("expire");
     assert_eq!(report.removed_files.len(), 1);
     assert_eq!(base.total_size().expect("total"), 0);
 }
@@ -242,7 +267,10 @@ fn repro5_expiry_never_removes_a_directory_that_is_not_empty() {
     let stores: Vec<Box<dyn MemoryStore>> = vec![
         Box::new(InMemoryStore::new()),
         Box::new(fs_store),
-        Box::new(TenantStore::new(InMemoryStore::new(), TenantId::parse("x").expect("id"))),
+        Box::new(TenantStore::new(
+            InMemoryStore::new(),
+            TenantId::parse("x").expect("id"),
+        )),
     ];
     for store in stores {
         let tool = MemoryTool::new(&*store);
@@ -259,7 +287,12 @@ fn repro5_expiry_never_removes_a_directory_that_is_not_empty() {
         // What expiry does once a directory's sweep is over: the file
         // another agent created meanwhile stays.
         assert!(!store.remove_empty_dir(&d).expect("rmdir"));
-        assert!(store.stat(&d.join("new.md").expect("join")).expect("stat").is_some());
+        assert!(
+            store
+                .stat(&d.join("new.md").expect("join"))
+                .expect("stat")
+                .is_some()
+        );
         assert!(store.remove_empty_dir(&e).expect("rmdir"));
         assert!(store.stat(&e).expect("stat").is_none());
     }
@@ -367,7 +400,10 @@ fn repro7_an_ignored_huge_field_costs_nothing() {
     );
     assert!(text(&answers[0]).starts_with("Here're the files"));
     assert_eq!(answers[1]["tool_use_id"], "toolu_1");
-    assert_eq!(text(&answers[2]), "Error: Parameter `path` must be a string");
+    assert_eq!(
+        text(&answers[2]),
+        "Error: Parameter `path` must be a string"
+    );
     assert_eq!(answers[3]["is_error"], true);
 }
 
@@ -375,14 +411,38 @@ fn repro7_an_ignored_huge_field_costs_nothing() {
 fn repro8_look_alike_and_invisible_names_are_refused() {
     let tool = MemoryTool::new(InMemoryStore::new());
     let cases = [
-        ("/memories/cafe\u{301}.md", "it must be in Unicode Normalization Form C"),
-        ("/memories/a\u{202E}gpj.md", "invisible or format characters are not allowed"),
-        ("/memories/a\u{200B}b.md", "invisible or format characters are not allowed"),
-        ("/memories/a\u{FEFF}b.md", "invisible or format characters are not allowed"),
-        ("/memories/a\u{2028}b.md", "invisible or format characters are not allowed"),
-        ("/memories/a\u{2029}b.md", "invisible or format characters are not allowed"),
-        ("/memories/.CLAUDE-MEMORY.lock", "names starting with .claude-memory are reserved"),
-        ("/memories/.Claude-Memory.tmp.1", "names starting with .claude-memory are reserved"),
+        (
+            "/memories/cafe\u{301}.md",
+            "it must be in Unicode Normalization Form C",
+        ),
+        (
+            "/memories/a\u{202E}gpj.md",
+            "invisible or format characters are not allowed",
+        ),
+        (
+            "/memories/a\u{200B}b.md",
+            "invisible or format characters are not allowed",
+        ),
+        (
+            "/memories/a\u{FEFF}b.md",
+            "invisible or format characters are not allowed",
+        ),
+        (
+            "/memories/a\u{2028}b.md",
+            "invisible or format characters are not allowed",
+        ),
+        (
+            "/memories/a\u{2029}b.md",
+            "invisible or format characters are not allowed",
+        ),
+        (
+            "/memories/.CLAUDE-MEMORY.lock",
+            "names starting with .claude-memory are reserved",
+        ),
+        (
+            "/memories/.Claude-Memory.tmp.1",
+            "names starting with .claude-memory are reserved",
+        ),
     ];
     let lines: Vec<Value> = cases
         .iter()
@@ -399,7 +459,10 @@ fn repro8_look_alike_and_invisible_names_are_refused() {
         &tool,
         &[json!({"command":"create","path":"/memories/caf\u{e9}.md","file_text":"x"})],
     );
-    assert_eq!(text(&ok[0]), "File created successfully at: /memories/caf\u{e9}.md");
+    assert_eq!(
+        text(&ok[0]),
+        "File created successfully at: /memories/caf\u{e9}.md"
+    );
     assert!(TenantId::parse("Alice").is_err());
     assert!(TenantId::parse("alice").is_ok());
 }

@@ -351,3 +351,50 @@ impl MemoryStore for InMemoryStore {
         Ok(self.read_inner().root.total())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chain of `depth` directories built beneath the API.
+    fn chain(depth: usize) -> Dir {
+        let mut dir = Dir::default();
+        dir.children.insert(
+            "f".to_owned(),
+            Node::File {
+                data: Arc::from(&b"abc"[..]),
+                version: 0,
+                modified: SystemTime::UNIX_EPOCH,
+            },
+        );
+        for _ in 0..depth {
+            let mut up = Dir::default();
+            up.children.insert("d".to_owned(), Node::Dir(dir));
+            dir = up;
+        }
+        dir
+    }
+
+    #[test]
+    fn a_tree_deeper_than_any_stack_is_totalled_measured_and_freed() {
+        // A 64 KiB stack: a recursive drop or total would overflow at a
+        // few hundred levels; this tree has a million.
+        let worker = std::thread::Builder::new().stack_size(64 * 1024).spawn(|| {
+            let dir = chain(1_000_000);
+            let total = dir.total();
+            let deepest = dir.deepest();
+            drop(dir);
+            (total, deepest)
+        });
+        let Ok(worker) = worker else {
+            panic!("spawn failed");
+        };
+        match worker.join() {
+            Ok((total, deepest)) => {
+                assert_eq!(total, 3);
+                assert_eq!(deepest, 2 * 1_000_000 + 2);
+            }
+            Err(_) => panic!("the deep tree crashed its thread"),
+        }
+    }
+}

@@ -119,11 +119,11 @@ impl FilesystemStore {
                     // Missing, and this walk makes what is missing.
                     Err(Errno::NOENT) if create => match sys::make_dir(&cur, name) {
                         Ok(()) => {
-                            if self.durable {
-                                if let Err(e) = sys::sync_dir(path, &cur) {
-                                    remove_made(&made);
-                                    return Err(e);
-                                }
+                            if self.durable
+                                && let Err(e) = sys::sync_dir(path, &cur)
+                            {
+                                remove_made(&made);
+                                return Err(e);
                             }
                             if made.first.is_none() {
                                 // Without a second handle it cannot be
