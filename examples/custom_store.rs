@@ -125,6 +125,16 @@ impl<S: MemoryStore> MemoryStore for AuditStore<S> {
         result
     }
 
+    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        let result = self.inner.remove_empty_dir(path);
+        self.log(format_args!(
+            "remove_empty_dir {}: {}",
+            path.normalized(),
+            outcome(&result)
+        ));
+        result
+    }
+
     fn total_size(&self) -> StoreResult<u64> {
         self.reads.fetch_add(1, Ordering::Relaxed);
         self.inner.total_size()

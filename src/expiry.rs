@@ -56,9 +56,9 @@ pub fn expire<S: MemoryStore + ?Sized>(
                 }
             }
             Step::File { .. } => report.kept_files += 1,
-            // Only remove a directory if it is empty now, after its sweep.
-            Step::Leave { path, depth } if depth > 0 && store.list(path)?.is_empty() => {
-                store.delete(path)?;
+            // Only remove a directory if it is empty at that instant
+            // (`rmdir`): a file another agent just put there stays.
+            Step::Leave { path, depth } if depth > 0 && store.remove_empty_dir(path)? => {
                 report.removed_dirs.push(path.clone());
             }
             _ => {}

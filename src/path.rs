@@ -51,6 +51,13 @@ pub enum PathError {
     /// A component starting with [`RESERVED_PREFIX`].
     #[error("names starting with .claude-memory are reserved")]
     Reserved,
+    /// A Unicode format character (general category Cf, such as U+200B or
+    /// U+202E) or the separators U+2028 and U+2029.
+    #[error("invisible or format characters are not allowed")]
+    FormatCharacter,
+    /// Not in Unicode Normalization Form C.
+    #[error("it must be in Unicode Normalization Form C")]
+    NotNfc,
     /// The percent-decoded form breaks one of the rules above.
     #[error("{0} once percent-decoded")]
     Encoded(Box<PathError>),
@@ -68,6 +75,11 @@ pub struct MemoryPath {
     raw: String,
     /// Components below `/memories`; empty for the root.
     components: Vec<String>,
+    /// The longest normalised path, in bytes, that the store this path is
+    /// handed to may hold at or below it: [`MAX_PATH_BYTES`] as the model
+    /// sees it, plus what a [`TenantStore`](crate::store::TenantStore)
+    /// prefix adds. Stores check it when a move could lengthen paths.
+    limit: usize,
 }
 
 impl MemoryPath {
@@ -78,6 +90,7 @@ impl MemoryPath {
             return Ok(MemoryPath {
                 raw: raw.to_owned(),
                 components,
+                limit: MAX_PATH_BYTES,
             });
         }
         // The decoded form must pass too, and must not invent separators.
@@ -100,6 +113,7 @@ impl MemoryPath {
         Ok(MemoryPath {
             raw: raw.to_owned(),
             components,
+            limit: MAX_PATH_BYTES,
         })
     }
 
@@ -108,7 +122,23 @@ impl MemoryPath {
         MemoryPath {
             raw: ROOT.to_owned(),
             components: Vec::new(),
+            limit: MAX_PATH_BYTES,
         }
+    }
+
+    /// The longest normalised path, in bytes, that may exist at or below
+    /// this path in the store it is handed to: [`MAX_PATH_BYTES`], plus
+    /// the length of any tenant prefix the path was given on its way to a
+    /// shared base store. `rename` refuses a move that would put an entry
+    /// over it ([`StoreError::PathTooLong`](crate::store::StoreError::PathTooLong)).
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// The length in bytes of [`normalized`](Self::normalized), without
+    /// building it.
+    pub fn normalized_len(&self) -> usize {
+        ROOT.len() + self.components.iter().map(|c| c.len() + 1).sum::<usize>()
     }
 
     /// The path exactly as the model sent it.
@@ -149,46 +179,71 @@ impl MemoryPath {
     /// The parent directory, or `None` for the root.
     pub fn parent(&self) -> Option<MemoryPath> {
         let (_, rest) = self.components.split_last()?;
-        Some(Self::from_components(rest.to_vec()))
+        Some(Self::from_components(rest.to_vec(), self.limit))
     }
 
     /// Every ancestor from the root down, excluding `self`.
     pub fn ancestors(&self) -> impl Iterator<Item = MemoryPath> + '_ {
-        (0..self.components.len()).map(|n| Self::from_components(self.components[..n].to_vec()))
+        (0..self.components.len())
+            .map(|n| Self::from_components(self.components[..n].to_vec(), self.limit))
     }
 
     /// A child of this directory path, if `name` is a valid component
     /// (used for names that come from a backend's listing).
+    ///
+    /// The total length is not checked: an entry a store lists exists,
+    /// and every whole-tree job (size totals, exports, expiry) must see
+    /// it, including a shared base store's entries, whose paths carry a
+    /// tenant prefix on top of the tenant's own 1,024 bytes.
     pub fn join(&self, name: &str) -> Option<MemoryPath> {
-        let mut s = self.normalized();
-        s.push('/');
-        s.push_str(name);
-        let child = MemoryPath::parse(&s).ok()?;
-        // `name` must be exactly one new component ("a/b" or "." is not).
-        (child.components.len() == self.components.len() + 1 && child.name() == Some(name))
-            .then(|| Self::from_components(child.components))
+        if !self.is_valid_child(name) {
+            return None;
+        }
+        let mut components = Vec::with_capacity(self.components.len() + 1);
+        components.extend(self.components.iter().cloned());
+        components.push(name.to_owned());
+        Some(Self::from_components(components, self.limit))
     }
 
     /// True when `name` is a valid single component below this directory
-    /// (what [`join`](Self::join) checks, without building the path).
+    /// (what [`join`](Self::join) checks, without building the path):
+    /// every rule of SPEC §2 that applies to one component, on the name
+    /// and on its percent-decoded form.
     pub fn is_valid_child(&self, name: &str) -> bool {
-        if name.contains('%') {
-            return self.join(name).is_some();
+        if !component_ok(name) {
+            return false;
         }
-        let len: usize = ROOT.len()
-            + self.components.iter().map(|c| c.len() + 1).sum::<usize>()
-            + 1
-            + name.len();
-        len <= MAX_PATH_BYTES
-            && !name.is_empty()
-            && name != "."
-            && name != ".."
-            && name.len() <= MAX_COMPONENT_BYTES
-            && !name.starts_with(RESERVED_PREFIX)
-            && !name.contains(['/', '\\'])
-            && !name.chars().any(char::is_control)
+        if !name.contains('%') {
+            return true;
+        }
+        let mut decoded = name.to_owned();
+        loop {
+            let next = percent_decode_str(&decoded)
+                .decode_utf8_lossy()
+                .into_owned();
+            if next == decoded {
+                break;
+            }
+            decoded = next;
+        }
+        decoded == name || (component_ok(&decoded) && !decoded.contains('/'))
     }
+}
 
+/// The single-component rules (SPEC §2), on one spelling.
+fn component_ok(name: &str) -> bool {
+    !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name.len() <= MAX_COMPONENT_BYTES
+        && !is_reserved(name)
+        && !name.contains(['/', '\\'])
+        && !name.chars().any(char::is_control)
+        && !name.chars().any(is_format)
+        && is_nfc(name)
+}
+
+impl MemoryPath {
     /// True when `self` is strictly below `other`.
     pub fn is_strictly_inside(&self, other: &MemoryPath) -> bool {
         self.components.len() > other.components.len()
@@ -197,26 +252,47 @@ impl MemoryPath {
 
     /// `/memories/<prefix>/…` for this path (tenant stores), spelled in
     /// normalised form.
+    /// Its [`limit`](Self::limit) grows by the prefix's length, so a
+    /// tenant's limits in the base are those of its own paths.
     pub(crate) fn with_prefix(&self, prefix: &str) -> MemoryPath {
         let mut components = Vec::with_capacity(self.components.len() + 1);
         components.push(prefix.to_owned());
         components.extend(self.components.iter().cloned());
-        Self::from_components(components)
+        Self::from_components(components, self.limit + 1 + prefix.len())
     }
 
     /// The inverse of [`with_prefix`](Self::with_prefix); a path outside
     /// the prefix is returned as it is.
     pub(crate) fn strip_prefix(&self, prefix: &str) -> MemoryPath {
         match self.components.split_first() {
-            Some((first, rest)) if first == prefix => Self::from_components(rest.to_vec()),
+            Some((first, rest)) if first == prefix => {
+                Self::from_components(rest.to_vec(), self.limit.saturating_sub(1 + prefix.len()))
+            }
             _ => self.clone(),
         }
     }
 
-    fn from_components(components: Vec<String>) -> Self {
+    /// A path from components a store or a backup already holds (each a
+    /// valid component; the total length is not checked, see
+    /// [`join`](Self::join)); `None` if a component is not valid.
+    pub fn from_stored(normalized: &str) -> Option<MemoryPath> {
+        let rest = normalized.strip_prefix(ROOT)?;
+        let mut path = MemoryPath::root();
+        if rest.is_empty() {
+            return Some(path);
+        }
+        let rest = rest.strip_prefix('/')?;
+        for part in rest.split('/') {
+            path = path.join(part)?;
+        }
+        Some(path)
+    }
+
+    fn from_components(components: Vec<String>, limit: usize) -> Self {
         let mut p = MemoryPath {
             raw: String::new(),
             components,
+            limit,
         };
         p.raw = p.normalized();
         p
@@ -234,8 +310,14 @@ fn check(raw: &str) -> Result<Vec<String>, PathError> {
     if raw.chars().any(char::is_control) {
         return Err(PathError::ControlCharacter);
     }
+    if raw.chars().any(is_format) {
+        return Err(PathError::FormatCharacter);
+    }
     if raw.contains('\\') {
         return Err(PathError::Backslash);
+    }
+    if !is_nfc(raw) {
+        return Err(PathError::NotNfc);
     }
     let rest = raw.strip_prefix(ROOT).ok_or(PathError::OutsideRoot)?;
     if !(rest.is_empty() || rest.starts_with('/')) {
@@ -247,11 +329,38 @@ fn check(raw: &str) -> Result<Vec<String>, PathError> {
             "" | "." => {}
             ".." => return Err(PathError::ParentComponent),
             _ if part.len() > MAX_COMPONENT_BYTES => return Err(PathError::ComponentTooLong),
-            _ if part.starts_with(RESERVED_PREFIX) => return Err(PathError::Reserved),
+            _ if is_reserved(part) => return Err(PathError::Reserved),
             _ => components.push(part.to_owned()),
         }
     }
     Ok(components)
+}
+
+/// True for a name starting with [`RESERVED_PREFIX`] in any ASCII case
+/// (`.CLAUDE-MEMORY.lock` names the lock file on a case-insensitive
+/// filesystem).
+pub fn is_reserved(name: &str) -> bool {
+    name.as_bytes()
+        .get(..RESERVED_PREFIX.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(RESERVED_PREFIX.as_bytes()))
+}
+
+/// Unicode format characters (general category Cf) and the line and
+/// paragraph separators U+2028 and U+2029: invisible in a listing, or
+/// reordering what is shown (SPEC §2).
+fn is_format(c: char) -> bool {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+    c == '\u{2028}' || c == '\u{2029}' || c.general_category() == GeneralCategory::Format
+}
+
+/// Whether `s` is in Unicode Normalization Form C (a full check, not the
+/// quick one, so "maybe" never passes).
+fn is_nfc(s: &str) -> bool {
+    use unicode_normalization::UnicodeNormalization;
+    if s.is_ascii() {
+        return true;
+    }
+    s.chars().eq(s.nfc())
 }
 
 impl PartialEq for MemoryPath {

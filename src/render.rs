@@ -234,6 +234,12 @@ pub(crate) fn rename_parent_is_file(old_path: &str, new_path: &str, parent: &str
 
 // ---- content policy -------------------------------------------------------
 
+pub(crate) fn rename_too_deep(old_path: &str, new_path: &str, limit: usize) -> String {
+    format!(
+        "Error: Cannot move {old_path} to {new_path}: the path of an entry below it would be longer than {limit} bytes"
+    )
+}
+
 pub(crate) fn policy_refused(path: &str, reason: &str) -> String {
     format!("Error: Nothing was written to {path}: {reason}")
 }
@@ -288,12 +294,17 @@ pub(crate) fn storage_failure(error: &StoreError, path: &str) -> String {
         }
         StoreError::NotFound { .. } => missing(path),
         StoreError::AlreadyExists { .. } => already_exists(path),
+        StoreError::StoreFull { total, limit, .. } => store_too_large(*total, *limit),
         _ => format!("Error: The storage operation failed for {path}"),
     }
 }
 
 fn io_cause(e: &io::Error) -> &'static str {
     use io::ErrorKind as K;
+    // EMFILE / ENFILE: no ErrorKind of their own.
+    if matches!(e.raw_os_error(), Some(23 | 24)) {
+        return "too many open files";
+    }
     match e.kind() {
         K::PermissionDenied => "permission denied",
         K::NotFound => "no such file or directory",

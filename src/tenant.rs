@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// Longest tenant id, in bytes.
 pub const MAX_TENANT_ID_BYTES: usize = 64;
 
-/// A tenant id checked as strictly as a path: 1 to 64 ASCII letters,
+/// A tenant id checked as strictly as a path: 1 to 64 lowercase ASCII letters,
 /// digits, `_`, `-` or `.`, not starting with `.`. It is safe as a
 /// directory name and as a path component.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -28,6 +28,11 @@ pub enum TenantError {
     /// A character outside `[A-Za-z0-9_.-]`.
     #[error("the tenant id may only hold ASCII letters, digits, '_', '-' and '.'")]
     InvalidCharacter,
+    /// Holds an ASCII capital letter: ids are lowercase, so two ids that
+    /// differ only in case never share a directory on a case-insensitive
+    /// filesystem.
+    #[error("the tenant id must be lowercase")]
+    Uppercase,
     /// Starts with `.` (hidden names, `.`, `..`).
     #[error("the tenant id must not start with '.'")]
     LeadingDot,
@@ -47,6 +52,9 @@ impl TenantId {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
         {
             return Err(TenantError::InvalidCharacter);
+        }
+        if id.bytes().any(|b| b.is_ascii_uppercase()) {
+            return Err(TenantError::Uppercase);
         }
         if id.starts_with('.') {
             return Err(TenantError::LeadingDot);

@@ -19,11 +19,15 @@ fn text(tool: &MemoryTool<impl MemoryStore>, input: Value) -> (String, bool) {
 
 #[test]
 fn tenant_ids_are_validated_strictly() {
-    for ok in ["alice", "user-42", "team_a.prod", "A1"] {
+    for ok in ["alice", "user-42", "team_a.prod", "a1"] {
         assert!(TenantId::parse(ok).is_ok(), "{ok}");
     }
     let long = "a".repeat(65);
-    let cases: [(&str, TenantError); 11] = [
+    let cases: [(&str, TenantError); 13] = [
+        // Lowercase only: `Alice` and `alice` must never share a directory
+        // on a case-insensitive filesystem (issue 14).
+        ("A1", TenantError::Uppercase),
+        ("Alice", TenantError::Uppercase),
         ("", TenantError::Empty),
         ("..", TenantError::LeadingDot),
         (".", TenantError::LeadingDot),

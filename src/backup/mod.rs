@@ -55,8 +55,8 @@ pub enum ImportError {
     /// the import.
     #[error("{error}; undoing the partial import failed too, the store holds part of it: {}", list(.failures))]
     UndoFailed {
-        /// The write that failed.
-        error: StoreError,
+        /// The write that failed (boxed: this variant is rare and large).
+        error: Box<StoreError>,
         /// What could not be undone.
         failures: Vec<StoreError>,
     },

@@ -217,7 +217,14 @@ pub(super) fn plan<S: MemoryStore + ?Sized>(
     let mut seen: HashMap<MemoryPath, (usize, bool)> = HashMap::new();
     for (index, entry) in backup.files.iter().enumerate() {
         let raw = &entry.path;
-        let path = match MemoryPath::parse(raw) {
+        // A shared base store's export holds tenant paths longer than the
+        // model's 1,024 bytes (the tenant prefix comes on top): restore
+        // them too, from their valid components.
+        let parsed = match MemoryPath::parse(raw) {
+            Err(PathError::TooLong) => MemoryPath::from_stored(raw).ok_or(PathError::TooLong),
+            other => other,
+        };
+        let path = match parsed {
             Ok(path) => path,
             Err(reason) => {
                 problems.push(Problem::InvalidPath {

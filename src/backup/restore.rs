@@ -74,7 +74,10 @@ impl Backup {
                 if failures.is_empty() {
                     Err(ImportError::Store(error))
                 } else {
-                    Err(ImportError::UndoFailed { error, failures })
+                    Err(ImportError::UndoFailed {
+                        error: Box::new(error),
+                        failures,
+                    })
                 }
             }
         }

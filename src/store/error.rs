@@ -86,6 +86,28 @@ pub enum StoreError {
         /// What is not allowed.
         reason: &'static str,
     },
+    /// A move that would put an entry below `path` (the source) at a path
+    /// longer than `limit` bytes at the destination (SPEC §2: every entry in
+    /// a store has a valid path). Nothing moved.
+    #[error("moving {path} would make a path longer than {limit} bytes")]
+    PathTooLong {
+        /// The source of the move.
+        path: MemoryPath,
+        /// The limit in force, in bytes, for paths as the caller spells
+        /// them ([`MemoryPath::limit`] of the destination).
+        limit: usize,
+    },
+    /// A write that would take the store (or the part of it a size limit
+    /// covers) over `limit` bytes. Nothing was written.
+    #[error("{path}: the store would hold {total} bytes, over the limit of {limit}")]
+    StoreFull {
+        /// The path asked for.
+        path: MemoryPath,
+        /// What the store would hold after the write.
+        total: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// An I/O failure.
     #[error("{op} failed for {path}: {source}")]
     Io {
@@ -164,6 +186,22 @@ impl StoreError {
             (None, WriteMode::Update(_)) => Err(StoreError::NotFound { path }),
             _ => Ok(()),
         }
+    }
+
+    /// Refuses moving a tree whose longest path below its top, `below`
+    /// bytes after the top's own path, would not fit under `to`'s limit.
+    pub(crate) fn check_depth(
+        from: &MemoryPath,
+        to: &MemoryPath,
+        below: usize,
+    ) -> Result<(), Self> {
+        if to.normalized_len().saturating_add(below) > to.limit() {
+            return Err(StoreError::PathTooLong {
+                path: from.clone(),
+                limit: to.limit(),
+            });
+        }
+        Ok(())
     }
 
     /// Wraps an I/O error with the operation and virtual path.

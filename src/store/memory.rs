@@ -132,14 +132,57 @@ impl Dir {
         Some(dir)
     }
 
+    /// Bytes of every file below, iteratively (no recursion per level:
+    /// a tree of any depth is totalled on a fixed stack).
     fn total(&self) -> u64 {
-        self.children
-            .values()
-            .map(|n| match n {
-                Node::File { data, .. } => data.len() as u64,
-                Node::Dir(d) => d.total(),
-            })
-            .sum()
+        let mut total = 0u64;
+        let mut stack = vec![self];
+        while let Some(dir) = stack.pop() {
+            for node in dir.children.values() {
+                match node {
+                    Node::File { data, .. } => total = total.saturating_add(data.len() as u64),
+                    Node::Dir(d) => stack.push(d),
+                }
+            }
+        }
+        total
+    }
+
+    /// The longest relative path below this directory, in bytes: for an
+    /// entry `a/b` below it, `"/a/b".len()`. Iterative.
+    fn deepest(&self) -> usize {
+        let mut longest = 0;
+        let mut stack = vec![(self, 0usize)];
+        while let Some((dir, len)) = stack.pop() {
+            for (name, node) in &dir.children {
+                let here = len + 1 + name.len();
+                longest = longest.max(here);
+                if let Node::Dir(d) = node {
+                    stack.push((d, here));
+                }
+            }
+        }
+        longest
+    }
+}
+
+impl Drop for Dir {
+    /// Frees the tree iteratively: the derived drop would recurse once per
+    /// level and overflow the stack on a deep tree.
+    fn drop(&mut self) {
+        let mut pending: Vec<Dir> = Vec::new();
+        let take = |dir: &mut Dir, pending: &mut Vec<Dir>| {
+            for (_, node) in std::mem::take(&mut dir.children) {
+                if let Node::Dir(d) = node {
+                    pending.push(d);
+                }
+            }
+        };
+        take(self, &mut pending);
+        while let Some(mut dir) = pending.pop() {
+            take(&mut dir, &mut pending);
+            // `dir` is dropped here with no children: no recursion.
+        }
     }
 }
 
@@ -269,9 +312,11 @@ impl MemoryStore for InMemoryStore {
     fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
         let mut inner = self.write_inner();
         StoreError::check_rename(from, to)?;
-        if !matches!(inner.root.lookup(from.components()), Lookup::Found(_)) {
-            return Err(StoreError::NotFound { path: from.clone() });
-        }
+        let below = match inner.root.lookup(from.components()) {
+            Lookup::Found(Node::Dir(d)) => d.deepest(),
+            Lookup::Found(Node::File { .. }) => 0,
+            _ => return Err(StoreError::NotFound { path: from.clone() }),
+        };
         if to.is_root() {
             return Err(StoreError::AlreadyExists { path: to.clone() });
         }
@@ -280,6 +325,7 @@ impl MemoryStore for InMemoryStore {
             Lookup::ParentFile(depth) => return Err(StoreError::parent_not_directory(to, depth)),
             Lookup::Missing => {}
         }
+        StoreError::check_depth(from, to, below)?;
         let from_name = from.name().unwrap_or_default();
         let node = inner
             .root
@@ -295,7 +341,70 @@ impl MemoryStore for InMemoryStore {
         Ok(())
     }
 
+    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        let mut inner = self.write_inner();
+        if path.is_root() {
+            return Ok(false);
+        }
+        match inner.root.lookup(path.components()) {
+            Lookup::Found(Node::Dir(d)) if d.children.is_empty() => {}
+            _ => return Ok(false),
+        }
+        let name = path.name().unwrap_or_default();
+        if let Some(parent) = inner.root.parent_mut(path.components()) {
+            parent.children.remove(name);
+        }
+        Ok(true)
+    }
+
     fn total_size(&self) -> StoreResult<u64> {
         Ok(self.read_inner().root.total())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chain of `depth` directories built beneath the API.
+    fn chain(depth: usize) -> Dir {
+        let mut dir = Dir::default();
+        dir.children.insert(
+            "f".to_owned(),
+            Node::File {
+                data: Arc::from(&b"abc"[..]),
+                version: 0,
+                modified: SystemTime::UNIX_EPOCH,
+            },
+        );
+        for _ in 0..depth {
+            let mut up = Dir::default();
+            up.children.insert("d".to_owned(), Node::Dir(dir));
+            dir = up;
+        }
+        dir
+    }
+
+    #[test]
+    fn a_tree_deeper_than_any_stack_is_totalled_measured_and_freed() {
+        // A 64 KiB stack: a recursive drop or total would overflow at a
+        // few hundred levels; this tree has a million.
+        let worker = std::thread::Builder::new().stack_size(64 * 1024).spawn(|| {
+            let dir = chain(1_000_000);
+            let total = dir.total();
+            let deepest = dir.deepest();
+            drop(dir);
+            (total, deepest)
+        });
+        let Ok(worker) = worker else {
+            panic!("spawn failed");
+        };
+        match worker.join() {
+            Ok((total, deepest)) => {
+                assert_eq!(total, 3);
+                assert_eq!(deepest, 2 * 1_000_000 + 2);
+            }
+            Err(_) => panic!("the deep tree crashed its thread"),
+        }
     }
 }

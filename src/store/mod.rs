@@ -255,6 +255,32 @@ pub trait MemoryStore: Send + Sync {
         Err(StoreError::Conflict { path: path.clone() })
     }
 
+    /// Removes the directory at `path` only if it is empty at that instant
+    /// (`rmdir` semantics): `Ok(true)` if removed, `Ok(false)` if it holds
+    /// something, is gone, or is not a directory. Expiry uses it, so an
+    /// entry another agent has just created in it is never removed.
+    ///
+    /// The default lists and then deletes, which another writer can race;
+    /// every backend in this crate overrides it with one atomic step (a
+    /// custom backend should too).
+    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        if path.is_root() {
+            return Ok(false);
+        }
+        match self.stat(path)? {
+            Some(m) if m.kind == EntryKind::Directory => {}
+            _ => return Ok(false),
+        }
+        if !self.list(path)?.is_empty() {
+            return Ok(false);
+        }
+        match self.delete(path) {
+            Ok(()) => Ok(true),
+            Err(StoreError::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Total bytes of every file in the store, hidden ones included. Used
     /// for the store size limit; backends may keep a running total.
     fn total_size(&self) -> StoreResult<u64> {
@@ -294,6 +320,9 @@ macro_rules! forward_store {
                 change: &mut Change<'_>,
             ) -> StoreResult<Updated> {
                 (**self).update(path, limit, change)
+            }
+            fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+                (**self).remove_empty_dir(path)
             }
             fn total_size(&self) -> StoreResult<u64> {
                 (**self).total_size()

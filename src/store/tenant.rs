@@ -76,6 +76,15 @@ impl<S: MemoryStore> TenantStore<S> {
                 path: strip(path),
                 reason,
             },
+            StoreError::PathTooLong { path, limit } => StoreError::PathTooLong {
+                path: strip(path),
+                limit: limit.saturating_sub(1 + self.tenant.as_str().len()),
+            },
+            StoreError::StoreFull { path, total, limit } => StoreError::StoreFull {
+                path: strip(path),
+                total,
+                limit,
+            },
             StoreError::Io { op, path, source } => StoreError::Io {
                 op,
                 path: strip(path),
@@ -165,6 +174,15 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
         }
         self.base
             .update(&self.inner(path), limit, change)
+            .map_err(|e| self.outer(e))
+    }
+
+    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        if path.is_root() {
+            return Ok(false);
+        }
+        self.base
+            .remove_empty_dir(&self.inner(path))
             .map_err(|e| self.outer(e))
     }
 

@@ -24,6 +24,7 @@ mod delete;
 mod edit;
 mod rename;
 mod responses;
+mod slim;
 #[cfg(feature = "tracing")]
 mod trace;
 mod view;
@@ -146,8 +147,8 @@ impl<S: MemoryStore> MemoryTool<S> {
     /// [`dispatch`](Self::dispatch) on JSON text; unparseable text is an
     /// `Error: Invalid input: …` result.
     pub fn dispatch_json(&self, json: &str) -> ToolResult {
-        match serde_json::from_str::<Value>(json) {
-            Ok(value) => self.dispatch(&value),
+        match serde_json::from_str::<slim::Slim>(json) {
+            Ok(slim::Slim(value)) => self.dispatch(&value),
             Err(e) => ToolResult::error(render::invalid_input(&e.to_string())),
         }
     }

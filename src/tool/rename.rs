@@ -27,6 +27,9 @@ impl<S: MemoryStore> MemoryTool<S> {
             Ok(()) => Ok(Content::Text(render::renamed(old_raw, new_raw))),
             Err(StoreError::NotFound { .. }) => Err(render::missing(old_raw)),
             Err(StoreError::AlreadyExists { .. }) => Err(render::destination_exists(new_raw)),
+            Err(StoreError::PathTooLong { limit, .. }) => {
+                Err(render::rename_too_deep(old_raw, new_raw, limit))
+            }
             Err(StoreError::ParentNotDirectory { parent, .. }) => Err(
                 render::rename_parent_is_file(old_raw, new_raw, &parent.normalized()),
             ),

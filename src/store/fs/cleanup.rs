@@ -7,12 +7,12 @@
 //! failure; only a crash leaves one, and the next open removes it.
 
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
 
-use rustix::fs::FileType;
 use rustix::io::Errno;
 
-use super::sys::{self, MAX_DEPTH};
+use super::sys;
+use super::tree::{self, Visit};
 
 const TEMP_PREFIX: &str = ".claude-memory.tmp.";
 
@@ -22,32 +22,23 @@ pub(super) fn temp_name(n: u64) -> String {
 }
 
 /// Removes temporary files a crashed writer left, anywhere below `dir`.
-/// Runs under the store lock, so no live writer's file is touched.
-pub(super) fn remove_temp_files(dir: BorrowedFd<'_>, depth: usize) -> io::Result<()> {
-    if depth > MAX_DEPTH {
-        return Ok(());
-    }
-    let mut subdirs = Vec::new();
-    sys::for_each_entry(dir, |name, file_type| {
-        match file_type {
-            FileType::Directory => subdirs.push(name.to_owned()),
-            _ if name.to_bytes().starts_with(TEMP_PREFIX.as_bytes()) => {
-                match sys::unlink(dir, name) {
-                    // Removed, or removed by someone else meanwhile.
-                    Ok(()) | Err(Errno::NOENT) => {}
-                    Err(e) => return Err(e),
-                }
+/// Runs under the store lock, so no live writer's file is touched. No
+/// recursion, and at most a few directory handles open at once, however
+/// deep the tree (see [`tree::walk`]).
+pub(super) fn remove_temp_files(dir: BorrowedFd<'_>) -> io::Result<()> {
+    let top = sys::dup_dir(dir)?;
+    let mut deepest = 0;
+    tree::walk(top, true, &mut deepest, &mut |step| {
+        if let Visit::Entry { dir, name, .. } = step
+            && name.to_bytes().starts_with(TEMP_PREFIX.as_bytes())
+        {
+            match sys::unlink(dir, name.as_c_str()) {
+                // Removed, or removed by someone else meanwhile.
+                Ok(()) | Err(Errno::NOENT) => {}
+                Err(e) => return Err(e),
             }
-            _ => {}
         }
         Ok(())
     })?;
-    for name in subdirs {
-        // A directory that cannot be opened (gone, swapped for a link,
-        // unreadable) holds nothing this sweep can reach: skip it.
-        if let Ok(sub) = sys::open_dir(dir, name.as_c_str()) {
-            remove_temp_files(sub.as_fd(), depth + 1)?;
-        }
-    }
     Ok(())
 }

@@ -30,6 +30,7 @@
 mod cleanup;
 mod resolve;
 mod sys;
+mod tree;
 mod version;
 
 use std::fs::File;
@@ -40,6 +41,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rustix::fs::{self as rfs, FileType};
+use rustix::io::Errno;
 
 use self::resolve::{DirFd, Parent, remove_made};
 use self::sys::{Entry, entry_at, io_error, modified};
@@ -48,7 +50,7 @@ use super::{
     Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Op, StoreError,
     StoreResult, Updated, Version, WriteMode,
 };
-use crate::path::{MemoryPath, RESERVED_PREFIX};
+use crate::path::MemoryPath;
 
 const LOCK_FILE: &str = ".claude-memory.lock";
 
@@ -163,7 +165,7 @@ impl FilesystemStoreBuilder {
             let lock = store
                 .lock(&MemoryPath::root())
                 .map_err(|_| io::Error::other("cannot lock the store"))?;
-            cleanup::remove_temp_files(store.root.as_fd(), 0)?;
+            cleanup::remove_temp_files(store.root.as_fd())?;
             drop(lock);
         }
         Ok(store)
@@ -458,7 +460,7 @@ impl MemoryStore for FilesystemStore {
             let Ok(name) = name.to_str() else {
                 return Ok(()); // not UTF-8: no memory path can name it
             };
-            if name.starts_with(RESERVED_PREFIX) {
+            if crate::path::is_reserved(name) {
                 return Ok(());
             }
             let (kind, len, modified) = match file_type {
@@ -493,11 +495,37 @@ impl MemoryStore for FilesystemStore {
         };
         let result = match entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Delete, path, e))? {
             Entry::Absent => return Err(StoreError::NotFound { path: path.clone() }),
-            Entry::Dir => sys::remove_tree(dir.as_fd(), name, 0),
+            Entry::Dir => tree::remove_tree(dir.as_fd(), name),
             _ => sys::unlink(&dir, name),
         };
         result.map_err(|e| io_error(Op::Delete, path, e))?;
         self.sync(path, &dir)
+    }
+
+    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        let Some(name) = path.name() else {
+            return Ok(false);
+        };
+        let _lock = self.lock(path)?;
+        let dir = match self.parent(path)? {
+            Parent::Dir(fd) => fd,
+            _ => return Ok(false),
+        };
+        if !matches!(
+            entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Delete, path, e))?,
+            Entry::Dir
+        ) {
+            return Ok(false);
+        }
+        // `rmdir`: the kernel refuses a directory that is not empty at
+        // that instant.
+        match sys::remove_dir(&dir, name) {
+            Ok(()) => {}
+            Err(Errno::NOTEMPTY | Errno::EXIST | Errno::NOENT | Errno::NOTDIR) => return Ok(false),
+            Err(e) => return Err(io_error(Op::Delete, path, e)),
+        }
+        self.sync(path, &dir)?;
+        Ok(true)
     }
 
     fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
@@ -513,6 +541,10 @@ impl MemoryStore for FilesystemStore {
         {
             return Err(StoreError::NotFound { path: from.clone() });
         }
+        // Measured under the lock, so no writer of this store can deepen
+        // the tree between the check and the move.
+        let below = tree::deepest_below(from_dir.as_fd(), from_name)
+            .map_err(|e| io_error(Op::Stat, from, e))?;
         let Some(to_name) = to.name() else {
             return Err(StoreError::AlreadyExists { path: to.clone() });
         };
@@ -528,6 +560,7 @@ impl MemoryStore for FilesystemStore {
             }
             Parent::Missing => {}
         }
+        StoreError::check_depth(from, to, below)?;
         let (to_dir, made) = self.make_parent(to)?;
         if let Err(e) =
             sys::rename_no_replace(from_dir.as_fd(), from_name, to_dir.as_fd(), to_name, to)

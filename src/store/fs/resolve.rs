@@ -47,9 +47,15 @@ pub(super) enum Parent<'a> {
     File(usize),
 }
 
-/// Directories a write created on its way (each with its parent's handle),
-/// so a failed write can remove them again.
-pub(super) type Made = Vec<(OwnedFd, String)>;
+/// Directories a write created on its way, so a failed write can remove
+/// them again: the handle of the directory the first one was made in, and
+/// the names of the chain made from there (each inside the one before).
+/// One handle, however many levels were made.
+#[derive(Default)]
+pub(super) struct Made {
+    first: Option<OwnedFd>,
+    names: Vec<String>,
+}
 
 impl FilesystemStore {
     /// Opens the directory holding `path`'s last component, beneath the
@@ -79,7 +85,7 @@ impl FilesystemStore {
     /// The parent directory, created if missing.
     pub(super) fn make_parent(&self, path: &MemoryPath) -> StoreResult<(DirFd<'_>, Made)> {
         let Some((_, parents)) = path.components().split_last() else {
-            return Ok((DirFd::Root(self.root.as_fd()), Vec::new()));
+            return Ok((DirFd::Root(self.root.as_fd()), Made::default()));
         };
         match self.walk(path, parents, true)? {
             (Parent::Dir(fd), made) => Ok((fd, made)),
@@ -98,7 +104,7 @@ impl FilesystemStore {
         dirs: &[String],
         create: bool,
     ) -> StoreResult<(Parent<'_>, Made)> {
-        let mut made: Made = Vec::new();
+        let mut made = Made::default();
         let mut cur = DirFd::Root(self.root.as_fd());
         for (i, name) in dirs.iter().enumerate() {
             let mut attempts = 0;
@@ -113,10 +119,20 @@ impl FilesystemStore {
                     // Missing, and this walk makes what is missing.
                     Err(Errno::NOENT) if create => match sys::make_dir(&cur, name) {
                         Ok(()) => {
-                            // Without a second handle it cannot be removed
-                            // if the write fails; it then stays, empty.
-                            if let Ok(parent) = sys::dup_dir(&cur) {
-                                made.push((parent, name.clone()));
+                            if self.durable
+                                && let Err(e) = sys::sync_dir(path, &cur)
+                            {
+                                remove_made(&made);
+                                return Err(e);
+                            }
+                            if made.first.is_none() {
+                                // Without a second handle it cannot be
+                                // removed if the write fails; it then
+                                // stays, empty.
+                                made.first = sys::dup_dir(&cur).ok();
+                            }
+                            if made.first.is_some() {
+                                made.names.push(name.clone());
                             }
                         }
                         // Someone else made it meanwhile: open theirs.
@@ -136,9 +152,9 @@ impl FilesystemStore {
                         remove_made(&made);
                         return match sys::entry_at(cur.as_fd(), name) {
                             Ok(Entry::Symlink) => Err(StoreError::Symlink { path: path.clone() }),
-                            Ok(Entry::Absent) => Ok((Parent::Missing, Vec::new())),
+                            Ok(Entry::Absent) => Ok((Parent::Missing, Made::default())),
                             Ok(Entry::Dir) => Err(io_error(Op::OpenDirectory, path, e)),
-                            Ok(_) => Ok((Parent::File(i + 1), Vec::new())),
+                            Ok(_) => Ok((Parent::File(i + 1), Made::default())),
                             Err(e) => Err(io_error(Op::Stat, path, e)),
                         };
                     }
@@ -146,20 +162,41 @@ impl FilesystemStore {
             };
             cur = DirFd::Owned(next);
         }
-        if self.durable {
-            for (parent, _) in &made {
-                sys::sync_dir(path, parent)?;
-            }
-        }
         Ok((Parent::Dir(cur), made))
     }
 }
 
-/// Removes directories a failed write created, innermost first.
-pub(super) fn remove_made(made: &[(OwnedFd, String)]) {
-    for (parent, name) in made.iter().rev() {
-        // Best effort: the write's own error is the one to report, and a
-        // directory someone has put something in meanwhile must stay.
-        let _ = sys::remove_dir(parent, name.as_str());
+/// Removes directories a failed write created, innermost first, holding
+/// at most two handles: each is reached again from the first one's parent.
+/// Best effort: the write's own error is the one to report, and a
+/// directory someone has put something in meanwhile must stay (`rmdir`).
+pub(super) fn remove_made(made: &Made) {
+    let Some(first) = &made.first else {
+        return;
+    };
+    for last in (0..made.names.len()).rev() {
+        let mut cur: Option<OwnedFd> = None;
+        let mut reached = true;
+        for name in &made.names[..last] {
+            let next = match &cur {
+                None => sys::open_dir(first, name.as_str()),
+                Some(fd) => sys::open_dir(fd, name.as_str()),
+            };
+            match next {
+                Ok(fd) => cur = Some(fd),
+                Err(_) => {
+                    reached = false;
+                    break;
+                }
+            }
+        }
+        if !reached {
+            continue;
+        }
+        let name = made.names[last].as_str();
+        let _ = match &cur {
+            None => sys::remove_dir(first, name),
+            Some(fd) => sys::remove_dir(fd, name),
+        };
     }
 }

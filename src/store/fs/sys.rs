@@ -21,9 +21,6 @@ use rustix::path::Arg;
 use crate::path::MemoryPath;
 use crate::store::{Op, StoreError, StoreResult};
 
-/// Deepest directory nesting the recursive helpers descend into.
-pub(super) const MAX_DEPTH: usize = 4096;
-
 /// What is at a name inside a directory, not following links.
 pub(super) enum Entry {
     Absent,
@@ -233,50 +230,4 @@ pub(super) fn for_each_entry(
         f(name, file_type)?;
     }
     Ok(())
-}
-
-/// Removes the directory `name` in `parent` and everything below it,
-/// through handles only: a directory swapped for a link mid-way is
-/// unlinked, never followed.
-pub(super) fn remove_tree<P: Arg + Copy>(
-    parent: BorrowedFd<'_>,
-    name: P,
-    depth: usize,
-) -> Result<(), Errno> {
-    let dir = match open_dir(parent, name) {
-        Ok(fd) => fd,
-        // No longer a directory (swapped for a link or a file): remove
-        // the entry itself, without following it.
-        Err(Errno::LOOP) | Err(Errno::NOTDIR) => {
-            return unlink(parent, name);
-        }
-        // Already gone: nothing left to remove.
-        Err(Errno::NOENT) => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    if depth > MAX_DEPTH {
-        return Err(Errno::NAMETOOLONG);
-    }
-    let mut children = Vec::new();
-    for_each_entry(dir.as_fd(), |child, file_type| {
-        children.push((child.to_owned(), file_type == FileType::Directory));
-        Ok(())
-    })?;
-    for (child, is_dir) in children {
-        let result = if is_dir {
-            remove_tree(dir.as_fd(), child.as_c_str(), depth + 1)
-        } else {
-            unlink(&dir, child.as_c_str())
-        };
-        match result {
-            // Removed, or removed by someone else meanwhile.
-            Ok(()) | Err(Errno::NOENT) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    match remove_dir(parent, name) {
-        // Removed, or removed by someone else meanwhile.
-        Ok(()) | Err(Errno::NOENT) => Ok(()),
-        Err(e) => Err(e),
-    }
 }

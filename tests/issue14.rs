@@ -1,0 +1,468 @@
+//! Issue 14: no model call may crash the process, brick a store or hide a
+//! file. Each reproduction is written as the attack: JSON lines through the
+//! bridge (in-process, or the `stdio` example for the process abort), on
+//! every backend it applies to (in-memory, filesystem, TenantStore over
+//! each). The SQL backends are covered by their own suites once their
+//! rename and store-size checks land (see the issue-14 report).
+
+use std::fs;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use claude_memory::store::MemoryStore;
+use claude_memory::{
+    Config, FilesystemStore, InMemoryStore, MemoryPath, MemoryTool, TenantId, TenantStore,
+};
+use serde_json::{Value, json};
+
+mod common;
+use common::stdio_binary;
+
+/// Runs JSON lines through the bridge; one answer per line.
+fn attack<S: MemoryStore>(tool: &MemoryTool<S>, lines: &[Value]) -> Vec<Value> {
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let mut out = Vec::new();
+    claude_memory::bridge::serve(tool, input.as_bytes(), &mut out).expect("serve");
+    String::from_utf8(out)
+        .expect("utf-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect()
+}
+
+fn text(v: &Value) -> &str {
+    v["content"].as_str().unwrap_or_default()
+}
+
+/// The deepest legal chain: `/memories/{top}/x/x/…/x/{name}`, exactly
+/// `len` bytes.
+fn chain(top: &str, name: &str, len: usize) -> String {
+    let head = format!("/memories/{top}/");
+    let levels = (len - head.len() - name.len()) / 2;
+    let mut p = head + &"x/".repeat(levels) + name;
+    while p.len() < len {
+        p.insert(format!("/memories/{top}/").len(), 'y');
+    }
+    p
+}
+
+/// Reproduction 1's lines: one create, then renames that each move the
+/// top directory ~505 levels deeper, then a delete.
+fn deepening_renames() -> Vec<Value> {
+    let mut lines = vec![json!({"command":"create","path":"/memories/t0/f.md","file_text":"x"})];
+    for i in 0..160 {
+        let to = chain(&format!("t{}", i + 1), &format!("t{i}"), 1024);
+        assert!(to.len() <= 1024);
+        lines.push(json!({"command":"rename","old_path":format!("/memories/t{i}"),"new_path":to}));
+    }
+    lines.push(json!({"command":"delete","path":"/memories/t0"}));
+    lines
+}
+
+fn check_deepening_refused(answers: &[Value]) {
+    let first = chain("t1", "t0", 1024);
+    assert_eq!(
+        text(&answers[1]),
+        format!(
+            "Error: Cannot move /memories/t0 to {first}: the path of an entry below it would be longer than 1024 bytes"
+        )
+    );
+    assert_eq!(answers[1]["is_error"], true);
+    assert_eq!(
+        text(&answers[2]),
+        "Error: The path /memories/t1 does not exist"
+    );
+    assert_eq!(
+        text(answers.last().expect("answers")),
+        "Successfully deleted /memories/t0"
+    );
+}
+
+#[test]
+fn repro1_deepening_renames_are_refused_on_every_backend() {
+    let tool = MemoryTool::new(InMemoryStore::new());
+    check_deepening_refused(&attack(&tool, &deepening_renames()));
+
+    let tenant = MemoryTool::new(TenantStore::new(
+        InMemoryStore::new(),
+        TenantId::parse("alice").expect("id"),
+    ));
+    check_deepening_refused(&attack(&tenant, &deepening_renames()));
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fs_tool = MemoryTool::new(FilesystemStore::open(dir.path()).expect("open"));
+    check_deepening_refused(&attack(&fs_tool, &deepening_renames()));
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fs_tenant = MemoryTool::new(TenantStore::new(
+        FilesystemStore::open(dir.path()).expect("open"),
+        TenantId::parse("alice").expect("id"),
+    ));
+    check_deepening_refused(&attack(&fs_tenant, &deepening_renames()));
+}
+
+#[test]
+fn repro1_the_stdio_process_survives_the_attack() {
+    let input: String = deepening_renames()
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let mut child = Command::new(stdio_binary())
+        .arg("--in-memory")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(input.as_bytes()).expect("write");
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{:?}", out.status);
+    let answers: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    check_deepening_refused(&answers);
+}
+
+#[test]
+fn a_move_to_exactly_the_limit_is_allowed_and_one_byte_more_is_not() {
+    for tool in [
+        MemoryTool::new(Box::new(InMemoryStore::new()) as Box<dyn MemoryStore>),
+        MemoryTool::new(Box::new(TenantStore::new(
+            InMemoryStore::new(),
+            TenantId::parse("bob").expect("id"),
+        )) as Box<dyn MemoryStore>),
+    ] {
+        // "/memories/d/f.md": the file is 5 bytes below the directory.
+        let lines = [
+            json!({"command":"create","path":"/memories/d/f.md","file_text":"x"}),
+            json!({"command":"rename","old_path":"/memories/d","new_path":chain("a", "d", 1020)}),
+            json!({"command":"rename","old_path":chain("a", "d", 1020),"new_path":chain("b", "d", 1019)}),
+            json!({"command":"rename","old_path":"/memories/d","new_path":chain("c", "d", 1019)}),
+        ];
+        let answers = attack(&tool, &lines);
+        assert!(text(&answers[1]).starts_with("Error: Cannot move /memories/d to "));
+        assert_eq!(
+            text(&answers[2]),
+            format!("Error: The path {} does not exist", chain("a", "d", 1020))
+        );
+        assert_eq!(
+            text(&answers[3]),
+            format!(
+                "Successfully renamed /memories/d to {}",
+                chain("c", "d", 1019)
+            )
+        );
+    }
+}
+
+#[test]
+fn repro2_a_deep_file_cannot_brick_the_filesystem_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let deep = chain("a", "f.md", 1024);
+    {
+        let tool = MemoryTool::new(FilesystemStore::open(dir.path()).expect("open"));
+        let answers = attack(
+            &tool,
+            &[
+                json!({"command":"create","path":deep,"file_text":"x"}),
+                json!({"command":"rename","old_path":"/memories/a","new_path":chain("b", "a", 1024)}),
+                json!({"command":"rename","old_path":"/memories/b","new_path":chain("c", "b", 1024)}),
+            ],
+        );
+        assert_eq!(
+            text(&answers[0]),
+            format!("File created successfully at: {deep}")
+        );
+        assert!(text(&answers[1]).starts_with("Error: Cannot move /memories/a to "));
+    }
+    let store = FilesystemStore::open(dir.path()).expect("reopen");
+    assert_eq!(store.total_size().expect("total"), 1);
+}
+
+#[test]
+fn repro3_renames_cannot_bypass_the_store_size_limit() {
+    let mut config = Config::default();
+    config.max_store_size = Some(20_000);
+    let mut lines = Vec::new();
+    for i in 0..10 {
+        lines.push(json!({"command":"create","path":format!("/memories/s{i}/f.md"),"file_text":"z".repeat(15_000)}));
+        lines.push(json!({"command":"rename","old_path":format!("/memories/s{i}"),"new_path":chain(&format!("h{i}"), &format!("s{i}"), 1024)}));
+    }
+    let check = |answers: Vec<Value>| {
+        assert_eq!(
+            text(&answers[0]),
+            "File created successfully at: /memories/s0/f.md"
+        );
+        assert!(text(&answers[1]).starts_with("Error: Cannot move /memories/s0 to "));
+        for i in 1..10 {
+            assert_eq!(
+                text(&answers[2 * i]),
+                "Error: The memory store would hold 30000 bytes, over the limit of 20000 bytes"
+            );
+        }
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = FilesystemStore::open(dir.path()).expect("open");
+    check(attack(
+        &MemoryTool::with_config(&store, config.clone()),
+        &lines,
+    ));
+    assert_eq!(store.total_size().expect("total"), 15_000);
+
+    let base = InMemoryStore::new();
+    let tenant = TenantStore::new(&base, TenantId::parse("t").expect("id"));
+    check(attack(
+        &MemoryTool::with_config(&tenant, config.clone()),
+        &lines,
+    ));
+    assert_eq!(base.total_size().expect("total"), 15_000);
+}
+
+#[test]
+fn repro4_a_shared_base_sees_backs_up_and_expires_every_tenant_file() {
+    let base = Arc::new(InMemoryStore::new());
+    let id = TenantId::parse("tenant-with-a-long-name").expect("id");
+    let tenant = MemoryTool::new(TenantStore::new(Arc::clone(&base), id));
+    // 1,018 bytes for the tenant; over 1,024 in the base.
+    let path = chain("a", "f.md", 1018);
+    let answers = attack(
+        &tenant,
+        &[json!({"command":"create","path":path,"file_text":"hello"})],
+    );
+    assert_eq!(
+        text(&answers[0]),
+        format!("File created successfully at: {path}")
+    );
+    assert_eq!(base.total_size().expect("total"), 5);
+
+    let exported = claude_memory::backup::export(&*base).expect("export");
+    let files = exported["files"].as_array().expect("files");
+    assert_eq!(files.len(), 1);
+    assert!(files[0]["path"].as_str().expect("path").len() > 1024);
+    let restored = InMemoryStore::new();
+    claude_memory::backup::import(&restored, &exported, false).expect("import");
+    assert_eq!(
+        claude_memory::backup::export(&restored).expect("export"),
+        exported
+    );
+
+    let later = SystemTime::now() + Duration::from_secs(3600);
+    let report =
+        claude_memory::expiry::expire(&*base, Duration::from_secs(1), later).expect("expire");
+    assert_eq!(report.removed_files.len(), 1);
+    assert_eq!(base.total_size().expect("total"), 0);
+}
+
+#[test]
+fn repro5_expiry_never_removes_a_directory_that_is_not_empty() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fs_store = FilesystemStore::open(dir.path()).expect("open");
+    let stores: Vec<Box<dyn MemoryStore>> = vec![
+        Box::new(InMemoryStore::new()),
+        Box::new(fs_store),
+        Box::new(TenantStore::new(
+            InMemoryStore::new(),
+            TenantId::parse("x").expect("id"),
+        )),
+    ];
+    for store in stores {
+        let tool = MemoryTool::new(&*store);
+        attack(
+            &tool,
+            &[
+                json!({"command":"create","path":"/memories/d/new.md","file_text":"just written"}),
+                json!({"command":"create","path":"/memories/e/old.md","file_text":"old"}),
+                json!({"command":"delete","path":"/memories/e/old.md"}),
+            ],
+        );
+        let d = MemoryPath::parse("/memories/d").expect("path");
+        let e = MemoryPath::parse("/memories/e").expect("path");
+        // What expiry does once a directory's sweep is over: the file
+        // another agent created meanwhile stays.
+        assert!(!store.remove_empty_dir(&d).expect("rmdir"));
+        assert!(
+            store
+                .stat(&d.join("new.md").expect("join"))
+                .expect("stat")
+                .is_some()
+        );
+        assert!(store.remove_empty_dir(&e).expect("rmdir"));
+        assert!(store.stat(&e).expect("stat").is_none());
+    }
+}
+
+/// Builds `depth` nested directories named `d` below `root` directly on
+/// disk (beneath the API, one handle at a time), with `leaf` at the bottom.
+fn deep_tree_on_disk(root: &Path, depth: usize, leaf: &str) {
+    use rustix::fs::{Mode, OFlags, mkdirat, openat};
+    let flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC;
+    let mut cur: OwnedFd = openat(rustix::fs::CWD, root, flags, Mode::empty()).expect("root");
+    for _ in 0..depth {
+        mkdirat(&cur, "d", Mode::from_raw_mode(0o700)).expect("mkdir");
+        cur = openat(&cur, "d", flags, Mode::empty()).expect("open");
+    }
+    let file = openat(
+        cur.as_fd(),
+        leaf,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )
+    .expect("leaf");
+    drop(file);
+}
+
+/// Runs the stdio example on `root` with at most `nofile` open files.
+fn stdio_low_ulimit(root: &Path, nofile: u32, lines: &[Value]) -> (bool, Vec<Value>) {
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let script = format!("ulimit -n {nofile} && exec \"$0\" --root \"$1\"");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(stdio_binary())
+        .arg(root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(input.as_bytes()).expect("write");
+    }
+    let out = child.wait_with_output().expect("wait");
+    let answers = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    (out.status.success(), answers)
+}
+
+#[test]
+fn repro2_and_6_trees_deeper_than_any_limit_open_and_delete_under_a_low_ulimit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Deeper than the old 4,096-level cap, with a crashed writer's
+    // temporary file at the bottom for the start-up sweep.
+    deep_tree_on_disk(dir.path(), 6000, ".claude-memory.tmp.1.1");
+    let (ok, answers) = stdio_low_ulimit(
+        dir.path(),
+        24,
+        &[
+            json!({"command":"view","path":"/memories"}),
+            json!({"command":"delete","path":"/memories/d"}),
+            json!({"command":"view","path":"/memories/d"}),
+        ],
+    );
+    assert!(ok, "{answers:?}");
+    assert_eq!(text(&answers[1]), "Successfully deleted /memories/d");
+    assert_eq!(
+        text(&answers[2]),
+        "The path /memories/d does not exist. Please provide a valid path."
+    );
+    assert_eq!(fs::read_dir(dir.path()).expect("read_dir").count(), 1); // the lock file
+}
+
+#[test]
+fn deep_trees_are_totalled_exported_and_expired_under_a_low_ulimit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // "/d" per level: 2,100 levels is past PATH_MAX (4,096 bytes).
+    deep_tree_on_disk(dir.path(), 2100, "leaf.md");
+    let (ok, answers) = stdio_low_ulimit(
+        dir.path(),
+        24,
+        &[json!({"command":"create","path":"/memories/top.md","file_text":"x"})],
+    );
+    assert!(ok, "{answers:?}");
+    let store = FilesystemStore::open(dir.path()).expect("open");
+    assert_eq!(store.total_size().expect("total"), 1);
+    let exported = claude_memory::backup::export(&store).expect("export");
+    assert_eq!(exported["files"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn repro7_an_ignored_huge_field_costs_nothing() {
+    let tool = MemoryTool::new(InMemoryStore::new());
+    let big: Vec<u8> = vec![0; 100_000];
+    let answers = attack(
+        &tool,
+        &[
+            json!({"command":"view","path":"/memories","junk":big}),
+            json!({"type":"tool_use","id":"toolu_1","input":{"command":"view","path":"/memories","junk":{"a":[1,2,3]}}}),
+            json!({"command":"view","path":[1,2,3]}),
+            json!({"command":"view","path":"/memories","view_range":[1,2,3]}),
+        ],
+    );
+    assert!(text(&answers[0]).starts_with("Here're the files"));
+    assert_eq!(answers[1]["tool_use_id"], "toolu_1");
+    assert_eq!(
+        text(&answers[2]),
+        "Error: Parameter `path` must be a string"
+    );
+    assert_eq!(answers[3]["is_error"], true);
+}
+
+#[test]
+fn repro8_look_alike_and_invisible_names_are_refused() {
+    let tool = MemoryTool::new(InMemoryStore::new());
+    let cases = [
+        (
+            "/memories/cafe\u{301}.md",
+            "it must be in Unicode Normalization Form C",
+        ),
+        (
+            "/memories/a\u{202E}gpj.md",
+            "invisible or format characters are not allowed",
+        ),
+        (
+            "/memories/a\u{200B}b.md",
+            "invisible or format characters are not allowed",
+        ),
+        (
+            "/memories/a\u{FEFF}b.md",
+            "invisible or format characters are not allowed",
+        ),
+        (
+            "/memories/a\u{2028}b.md",
+            "invisible or format characters are not allowed",
+        ),
+        (
+            "/memories/a\u{2029}b.md",
+            "invisible or format characters are not allowed",
+        ),
+        (
+            "/memories/.CLAUDE-MEMORY.lock",
+            "names starting with .claude-memory are reserved",
+        ),
+        (
+            "/memories/.Claude-Memory.tmp.1",
+            "names starting with .claude-memory are reserved",
+        ),
+    ];
+    let lines: Vec<Value> = cases
+        .iter()
+        .map(|(p, _)| json!({"command":"create","path":p,"file_text":"x"}))
+        .collect();
+    let answers = attack(&tool, &lines);
+    for ((path, reason), answer) in cases.iter().zip(&answers) {
+        assert_eq!(
+            text(answer),
+            format!("Error: The path {path} is not a valid memory path: {reason}")
+        );
+    }
+    let ok = attack(
+        &tool,
+        &[json!({"command":"create","path":"/memories/caf\u{e9}.md","file_text":"x"})],
+    );
+    assert_eq!(
+        text(&ok[0]),
+        "File created successfully at: /memories/caf\u{e9}.md"
+    );
+    assert!(TenantId::parse("Alice").is_err());
+    assert!(TenantId::parse("alice").is_ok());
+}
