@@ -141,11 +141,13 @@ pub(crate) trait Backend {
     fn with<T>(&self, f: impl FnMut(&mut Self::Conn<'_>) -> Result<T, Fail>) -> Result<T, Fail>;
 
     /// Begins a transaction, takes `tenant`'s write lock in it, and hands
-    /// it to `f`, which commits it or drops it.
+    /// it to `f`, which commits it or drops it. A backend may run `f` again
+    /// on another connection if taking the lock failed because the first
+    /// connection was dead (nothing of `f`'s took effect then).
     fn mutate<T>(
         &self,
         tenant: &str,
-        f: impl FnOnce(Self::Tx<'_>) -> Result<T, Fail>,
+        f: impl FnMut(Self::Tx<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail>;
 }
 

@@ -431,7 +431,7 @@ fn reading<B: Backend, T>(
 fn mutating<B: Backend, T>(
     s: &SqlStore<B>,
     path: &MemoryPath,
-    f: impl FnOnce(&mut Entries<'_, B::Tx<'_>>) -> Result<T, Fail>,
+    mut f: impl FnMut(&mut Entries<'_, B::Tx<'_>>) -> Result<T, Fail>,
 ) -> StoreResult<T> {
     s.db.mutate(&s.tenant, |mut tx| {
         let out = f(&mut Entries::new(&mut tx, &s.tenant))?;

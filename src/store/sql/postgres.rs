@@ -21,7 +21,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
@@ -431,14 +431,17 @@ impl Db {
     /// A connection from the pool: an idle one that is still open, or a
     /// new one. Bounded by the checkout and connect timeouts.
     fn checkout(&self) -> Result<Object, PostgresError> {
-        let pool = self.pool.clone();
-        let job = self.runtime.spawn(async move { pool.get().await });
+        // Polled here, with the store's runtime as the current one (for the
+        // pool's timers and the new connections' tasks): an idle connection
+        // is handed over without a trip to the runtime's thread. Entering a
+        // handle is not a `block_on`, so this is allowed inside another
+        // runtime too.
+        let _runtime = self.runtime.enter();
         let s = &self.settings;
         let limit = s.checkout_timeout + s.connect_timeout * 2 + Duration::from_secs(5);
-        match wait(job, limit) {
-            Some(Ok(Ok(conn))) => Ok(conn),
-            Some(Ok(Err(e))) => Err(self.pool_error(e)),
-            Some(Err(join)) => Err(PostgresError::Connect(Box::new(join))),
+        match wait(self.pool.get(), limit) {
+            Some(Ok(conn)) => Ok(conn),
+            Some(Err(e)) => Err(self.pool_error(e)),
             None => Err(PostgresError::CheckoutTimeout {
                 timeout: limit,
                 size: s.max_connections,
@@ -505,7 +508,9 @@ impl Db {
             }
             pg.simple("COMMIT")
         })();
-        if out.is_err() && pg.simple("ROLLBACK").is_err() {
+        let broken = out.is_err() && pg.simple("ROLLBACK").is_err();
+        drop(pg);
+        if broken {
             drop(Object::take(conn));
         }
         out
@@ -566,35 +571,76 @@ impl PostgresStore {
 pub(crate) struct Pg<'c> {
     db: &'c Db,
     conn: &'c Object,
+    /// A transaction's `BEGIN` and lock, not sent yet: they go out with
+    /// the first statement, in the same round trip.
+    begin: Option<Begin<'c>>,
     /// The connection died or stopped answering: close it.
     lost: bool,
+    /// It was found dead at `BEGIN`: nothing of the transaction ran.
+    lost_at_begin: bool,
 }
+
+type Begin<'c> = Pin<Box<dyn Future<Output = Result<(), tokio_postgres::Error>> + 'c>>;
 
 impl<'c> Pg<'c> {
     fn new(db: &'c Db, conn: &'c Object) -> Self {
         Pg {
             db,
             conn,
+            begin: None,
             lost: false,
+            lost_at_begin: false,
         }
     }
 
-    /// Waits for `fut`, a statement on this connection.
+    /// A statement's error, noting whether it lost the connection.
+    fn fail(&mut self, e: tokio_postgres::Error) -> PostgresError {
+        let e = self.db.error(e);
+        if matches!(e, PostgresError::ConnectionLost(_)) || self.conn.is_closed() {
+            self.lost = true;
+        }
+        e
+    }
+
+    /// Waits for `fut`, a statement on this connection, sent after the
+    /// pending `BEGIN` if there is one (both in one round trip: requests
+    /// are sent in the order first polled, answered in order).
     fn answer<T>(
         &mut self,
         fut: impl Future<Output = Result<T, tokio_postgres::Error>>,
     ) -> Result<T, PostgresError> {
         let limit = self.db.settings.answer_deadline();
-        match wait(fut, limit) {
-            Some(Ok(v)) => Ok(v),
-            Some(Err(e)) => {
-                let e = self.db.error(e);
-                if matches!(e, PostgresError::ConnectionLost(_)) || self.conn.is_closed() {
-                    self.lost = true;
-                }
+        let mut begin = self.begin.take();
+        let mut fut = pin!(fut);
+        let (mut began, mut answered) = (None, None);
+        let both = std::future::poll_fn(|cx| {
+            if let Some(b) = begin.as_mut()
+                && began.is_none()
+                && let Poll::Ready(r) = b.as_mut().poll(cx)
+            {
+                began = Some(r);
+            }
+            if answered.is_none()
+                && let Poll::Ready(r) = fut.as_mut().poll(cx)
+            {
+                answered = Some(r);
+            }
+            let waiting_begin = begin.is_some() && began.is_none();
+            if matches!(began, Some(Err(_))) || (!waiting_begin && answered.is_some()) {
+                Poll::Ready((began.take(), answered.take()))
+            } else {
+                Poll::Pending
+            }
+        });
+        match wait(both, limit) {
+            Some((Some(Err(e)), _)) => {
+                let e = self.fail(e);
+                self.lost_at_begin = self.lost;
                 Err(e)
             }
-            None => {
+            Some((_, Some(Ok(v)))) => Ok(v),
+            Some((_, Some(Err(e)))) => Err(self.fail(e)),
+            Some((_, None)) | None => {
                 self.lost = true;
                 Err(PostgresError::NoAnswer(limit))
             }
@@ -723,11 +769,15 @@ enum TxState {
     Open,
     Committed,
     Lost,
+    /// Lost at `BEGIN`: nothing ran, the mutation may start over.
+    LostAtBegin,
 }
 
 impl Drop for PgTx<'_> {
     fn drop(&mut self) {
-        if self.pg.lost {
+        if self.pg.lost_at_begin {
+            self.state.set(TxState::LostAtBegin);
+        } else if self.pg.lost {
             self.state.set(TxState::Lost);
         }
     }
@@ -800,7 +850,9 @@ impl Backend for Db {
             let conn = self.checkout()?;
             let mut pg = Pg::new(self, &conn);
             let out = f(&mut pg);
-            if !pg.lost {
+            let lost = pg.lost;
+            drop(pg);
+            if !lost {
                 return out;
             }
             drop(Object::take(conn));
@@ -811,54 +863,42 @@ impl Backend for Db {
         }
     }
 
-    /// A transaction holding `tenant`'s advisory lock (`BEGIN` and the lock
-    /// in one round trip). A connection found dead at `BEGIN` is closed
-    /// and another taken; once `f` has begun, an error is returned as is.
+    /// A transaction holding `tenant`'s advisory lock; `BEGIN` and the
+    /// lock go out with the first statement, in its round trip. A
+    /// connection found dead there is closed and `f` starts over on
+    /// another (nothing of it took effect); once past it, an error is
+    /// returned as is.
     fn mutate<T>(
         &self,
         tenant: &str,
-        f: impl FnOnce(PgTx<'_>) -> Result<T, Fail>,
+        mut f: impl FnMut(PgTx<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
         let begin = format!(
             "BEGIN; SELECT pg_advisory_xact_lock(hashtextextended({}, 0))",
             literal(&format!("claude-memory:{tenant}"))
         );
         let mut attempt = 1;
-        let conn = loop {
-            let conn = self.checkout()?;
-            let mut pg = Pg::new(self, &conn);
-            match pg.simple(&begin) {
-                Ok(()) => break conn,
-                Err(e) => {
-                    let lost = pg.lost || pg.simple("ROLLBACK").is_err();
-                    if !lost {
-                        return Err(Fail::Sql(Box::new(e)));
-                    }
-                    drop(Object::take(conn));
-                    if attempt >= self.attempts() {
-                        return Err(Fail::Sql(Box::new(e)));
-                    }
-                    attempt += 1;
+        loop {
+            let mut lent = Lent::new(self.key(), self.checkout()?);
+            let state = Cell::new(TxState::Open);
+            let out = {
+                let conn = lent.conn.as_deref().ok_or(Fail::Invalid("no connection"))?;
+                let mut pg = Pg::new(self, conn);
+                pg.begin = Some(Box::pin(conn.batch_execute(&begin)));
+                let out = f(PgTx { pg, state: &state });
+                match state.get() {
+                    TxState::Committed => lent.keep = true,
+                    TxState::Lost | TxState::LostAtBegin => {}
+                    TxState::Open => lent.keep = Pg::new(self, conn).simple("ROLLBACK").is_ok(),
                 }
+                out
+            };
+            drop(lent);
+            if state.get() != TxState::LostAtBegin || attempt >= self.attempts() {
+                return out;
             }
-        };
-        let mut lent = Lent::new(self.key(), conn);
-        let state = Cell::new(TxState::Open);
-        let out = {
-            let conn = lent.conn.as_deref().ok_or(Fail::Invalid("no connection"))?;
-            let out = f(PgTx {
-                pg: Pg::new(self, conn),
-                state: &state,
-            });
-            match state.get() {
-                TxState::Committed => lent.keep = true,
-                TxState::Lost => {}
-                TxState::Open => lent.keep = Pg::new(self, conn).simple("ROLLBACK").is_ok(),
-            }
-            out
-        };
-        drop(lent);
-        out
+            attempt += 1;
+        }
     }
 }
 

@@ -124,7 +124,7 @@ impl Backend for ReentrantMutex<Connection> {
     fn mutate<T>(
         &self,
         _tenant: &str,
-        f: impl FnOnce(Self::Tx<'_>) -> Result<T, Fail>,
+        mut f: impl FnMut(Self::Tx<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
         let conn = self.lock();
         let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)?;
