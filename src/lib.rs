@@ -128,11 +128,11 @@ pub use render::human_size;
 pub use result::{Content, ImageFormat, ToolResult};
 #[cfg(unix)]
 pub use store::FilesystemStore;
-#[cfg(feature = "postgres")]
-pub use store::PostgresStore;
-#[cfg(feature = "sqlite")]
-pub use store::SqliteStore;
 pub use store::TenantStore;
 pub use store::{InMemoryStore, MemoryStore, StoreError};
+#[cfg(feature = "postgres")]
+pub use store::{PostgresBuilder, PostgresError, PostgresStore};
+#[cfg(feature = "sqlite")]
+pub use store::{SqliteError, SqliteStore};
 pub use tenant::TenantId;
 pub use tool::MemoryTool;

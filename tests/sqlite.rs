@@ -11,9 +11,11 @@ fn edits_through_separate_connections_are_never_lost() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let db = dir.path().join("memory.db");
     let open = || MemoryTool::new(SqliteStore::open(&db).expect("open"));
-    let race = common::insert_race(open, "/memories/log.md", 4, 25);
+    // Six independent stores (six connections to one file, as six
+    // processes would have), 30 edits each.
+    let race = common::insert_race(open, "/memories/log.md", 6, 30);
     println!(
-        "sqlite: 100 edits by 4 connections, {} reported success, {} failed, {} in the file",
+        "sqlite: 180 edits by 6 connections, {} reported success, {} failed, {} in the file",
         race.succeeded.len(),
         race.failed,
         race.in_file.len()
@@ -22,7 +24,11 @@ fn edits_through_separate_connections_are_never_lost() {
         race.in_file, race.succeeded,
         "every reported success is in the file, and nothing else"
     );
-    assert!(!race.succeeded.is_empty());
+    assert_eq!(
+        (race.succeeded.len(), race.failed),
+        (180, 0),
+        "no edit is refused"
+    );
 }
 
 #[test]
@@ -41,5 +47,20 @@ fn a_newer_schema_is_refused() {
     let err = SqliteStore::open(&db)
         .map(|_| ())
         .expect_err("newer schema");
-    assert!(err.to_string().contains("schema version 99"), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "the database has claude-memory schema version 99; this crate knows 1"
+    );
+    assert!(matches!(err, claude_memory::SqliteError::NewerSchema(99)));
+}
+
+#[test]
+fn an_unopenable_database_is_the_crates_error_with_the_drivers_as_source() {
+    use std::error::Error as _;
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let err = SqliteStore::open(dir.path().join("missing/dir/memory.db"))
+        .map(|_| ())
+        .expect_err("no such directory");
+    assert_eq!(err.to_string(), "could not open the SQLite database");
+    assert!(err.source().is_some());
 }

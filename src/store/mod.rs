@@ -23,10 +23,10 @@ pub use error::{StoreError, StoreResult};
 pub use fs::{FilesystemStore, FilesystemStoreBuilder};
 pub use memory::InMemoryStore;
 pub use op::Op;
-#[cfg(feature = "sqlite")]
-pub use sql::SqliteStore;
 #[cfg(feature = "postgres")]
-pub use sql::{PostgresError, PostgresStore};
+pub use sql::{PostgresBuilder, PostgresError, PostgresStore};
+#[cfg(feature = "sqlite")]
+pub use sql::{SqliteError, SqliteStore};
 pub use tenant::TenantStore;
 pub use walk::{Flow, Order, Step, walk};
 

@@ -21,13 +21,15 @@ mod postgres;
 mod schema;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "postgres")]
+mod tls;
 
 use std::sync::Arc;
 
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresError, PostgresStore};
+pub use postgres::{PostgresBuilder, PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]
-pub use sqlite::SqliteStore;
+pub use sqlite::{SqliteError, SqliteStore};
 
 use super::StoreError;
 use crate::path::MemoryPath;
@@ -89,6 +91,13 @@ pub(crate) trait Dialect {
     /// handed out before.
     const NEXT_VERSION: &'static str;
 
+    /// [`UPSERT_FILE`](Self::UPSERT_FILE) taking a fresh version itself
+    /// and returning it, in one statement: file `$2` (parent `$3`, name
+    /// `$4`) of tenant `$1` with data `$5`, length `$6`, modified `$7`.
+    /// `None` where the dialect needs [`NEXT_VERSION`](Self::NEXT_VERSION)
+    /// first.
+    const UPSERT_FILE_NEXT: Option<&'static str> = None;
+
     /// The first row `sql` returns, decoded by `f`, or `None` (a dialect
     /// may refuse a query that returns more than one).
     fn fetch_opt<T>(
@@ -125,15 +134,20 @@ pub(crate) trait Backend {
     /// A transaction holding a tenant's write lock.
     type Tx<'c>: Commit;
 
-    /// Runs `f` on a connection.
-    fn with<T>(&self, f: impl FnOnce(&mut Self::Conn<'_>) -> Result<T, Fail>) -> Result<T, Fail>;
+    /// Runs `f` on a connection; a backend may run it again on another
+    /// connection if the first one died (reads are safe to repeat). Inside
+    /// [`mutate`](Self::mutate) on the same thread, `f` reads through the
+    /// mutation's transaction (an `update`'s change may read the store).
+    fn with<T>(&self, f: impl FnMut(&mut Self::Conn<'_>) -> Result<T, Fail>) -> Result<T, Fail>;
 
     /// Begins a transaction, takes `tenant`'s write lock in it, and hands
-    /// it to `f`, which commits it or drops it.
+    /// it to `f`, which commits it or drops it. A backend may run `f` again
+    /// on another connection if taking the lock failed because the first
+    /// connection was dead (nothing of `f`'s took effect then).
     fn mutate<T>(
         &self,
         tenant: &str,
-        f: impl FnOnce(Self::Tx<'_>) -> Result<T, Fail>,
+        f: impl FnMut(Self::Tx<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail>;
 }
 

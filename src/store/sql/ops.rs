@@ -13,7 +13,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::{Backend, Commit, Dialect, Fail, Param, SqlStore};
 use crate::path::MemoryPath;
 use crate::store::{
-    DirEntry, EntryKind, FileContent, Metadata, StoreError, StoreResult, Version, WriteMode,
+    Change, DirEntry, EntryKind, FileContent, Metadata, StoreError, StoreResult, Updated, Version,
+    WriteMode,
 };
 
 /// A query that always returns a row returned none.
@@ -94,24 +95,68 @@ impl<'a, D: Dialect> Entries<'a, D> {
         )
     }
 
-    /// How many components the first ancestor that is a file has, if any.
-    fn file_ancestor(&mut self, components: &[String]) -> Result<Option<usize>, D::Error> {
-        for depth in 1..components.len() {
-            match self.row(&key(&components[..depth]))? {
-                Some(r) if !r.is_dir => return Ok(Some(depth)),
-                Some(_) => {}
-                None => return Ok(None), // a missing ancestor: nothing below it exists
+    /// The rows at each of `keys` (`None` where there is none), in one
+    /// query.
+    fn rows(&mut self, keys: &[String]) -> Result<Vec<Option<Row>>, D::Error> {
+        let mut sql = String::from(
+            "SELECT path, is_dir, len, version, modified_ms FROM claude_memory_entries WHERE tenant = $1 AND path IN (",
+        );
+        let mut params = vec![Param::Text(self.tenant)];
+        for (i, k) in keys.iter().enumerate() {
+            if i > 0 {
+                sql.push_str(", ");
             }
+            sql.push_str(&format!("${}", i + 2));
+            params.push(Param::Text(k));
         }
-        Ok(None)
+        sql.push(')');
+        let found = self.db.fetch_all(&sql, &params, |r| {
+            Ok((
+                r.text(0)?,
+                Row {
+                    is_dir: r.flag(1)?,
+                    len: r.int(2)?,
+                    version: r.int(3)?,
+                    modified_ms: r.int(4)?,
+                },
+            ))
+        })?;
+        Ok(keys
+            .iter()
+            .map(|k| {
+                found.iter().find(|(p, _)| p == k).map(|(_, r)| Row {
+                    is_dir: r.is_dir,
+                    len: r.len,
+                    version: r.version,
+                    modified_ms: r.modified_ms,
+                })
+            })
+            .collect())
     }
 
-    /// [`StoreError::ParentNotDirectory`] if an ancestor of `path` is a file.
-    fn check_ancestors(&mut self, path: &MemoryPath) -> Result<(), Fail> {
-        match self.file_ancestor(path.components())? {
-            Some(depth) => Err(StoreError::parent_not_directory(path, depth).into()),
-            None => Ok(()),
+    /// The rows of `path`'s ancestors (from the top) and of `path` last,
+    /// in one query.
+    fn lineage(&mut self, components: &[String]) -> Result<Vec<Option<Row>>, D::Error> {
+        let keys: Vec<String> = (1..=components.len())
+            .map(|depth| key(&components[..depth]))
+            .collect();
+        self.rows(&keys)
+    }
+
+    /// [`StoreError::ParentNotDirectory`] if an ancestor of `path` is a
+    /// file, given the ancestors' rows from the top; else how many
+    /// ancestors are missing (all below the first missing one are).
+    fn check_ancestors(path: &MemoryPath, ancestors: &[Option<Row>]) -> Result<bool, Fail> {
+        for (i, row) in ancestors.iter().enumerate() {
+            match row {
+                Some(r) if !r.is_dir => {
+                    return Err(StoreError::parent_not_directory(path, i + 1).into());
+                }
+                Some(_) => {}
+                None => return Ok(true), // a missing ancestor: nothing below it exists
+            }
         }
+        Ok(false)
     }
 
     /// Inserts the missing directories above `components`' last one.
@@ -185,7 +230,9 @@ impl<'a, D: Dialect> Entries<'a, D> {
         }
     }
 
-    /// Writes a non-root file; run it in the locked transaction.
+    /// Writes a non-root file; run it in the locked transaction. One query
+    /// reads the file's row and its ancestors'; directories are inserted
+    /// only when missing.
     pub(crate) fn write(
         &mut self,
         path: &MemoryPath,
@@ -193,26 +240,71 @@ impl<'a, D: Dialect> Entries<'a, D> {
         mode: WriteMode,
     ) -> Result<Version, Fail> {
         let comps = path.components();
-        self.check_ancestors(path)?;
-        let existing = self.row(&key(comps))?.map(|r| r.file_version());
+        let mut rows = self.lineage(comps)?;
+        let existing = rows.pop().flatten().map(|r| r.file_version());
+        let missing = Self::check_ancestors(path, &rows)?;
         StoreError::check_write(path, existing, mode)?;
-        self.make_parents(comps)?;
-        let version = self.one(D::NEXT_VERSION, &[], |r| r.int(0))?;
+        if missing {
+            self.make_parents(comps)?;
+        }
+        self.put_file(comps, data)
+    }
+
+    /// Inserts or replaces the file at `comps` (its parents exist) with a
+    /// fresh version.
+    fn put_file(&mut self, comps: &[String], data: &[u8]) -> Result<Version, Fail> {
         let (parent, name) = comps.split_at(comps.len() - 1);
-        self.db.run(
-            D::UPSERT_FILE,
-            &[
-                Param::Text(self.tenant),
-                Param::Text(&key(comps)),
-                Param::Text(&key(parent)),
-                Param::Text(&name[0]),
-                Param::Bytes(data),
-                Param::Int(data.len() as i64),
-                Param::Int(version),
-                Param::Int(now_ms()),
-            ],
-        )?;
+        let (k, parent) = (key(comps), key(parent));
+        let now = now_ms();
+        let version = match D::UPSERT_FILE_NEXT {
+            Some(sql) => self.one(
+                sql,
+                &[
+                    Param::Text(self.tenant),
+                    Param::Text(&k),
+                    Param::Text(&parent),
+                    Param::Text(&name[0]),
+                    Param::Bytes(data),
+                    Param::Int(data.len() as i64),
+                    Param::Int(now),
+                ],
+                |r| r.int(0),
+            )?,
+            None => {
+                let version = self.one(D::NEXT_VERSION, &[], |r| r.int(0))?;
+                self.db.run(
+                    D::UPSERT_FILE,
+                    &[
+                        Param::Text(self.tenant),
+                        Param::Text(&k),
+                        Param::Text(&parent),
+                        Param::Text(&name[0]),
+                        Param::Bytes(data),
+                        Param::Int(data.len() as i64),
+                        Param::Int(version),
+                        Param::Int(now),
+                    ],
+                )?;
+                version
+            }
+        };
         Ok(Version::new(version as u128))
+    }
+
+    /// Read-modify-write of a non-root file; run it in the locked
+    /// transaction, so no other edit comes between the read and the write.
+    pub(crate) fn update(
+        &mut self,
+        path: &MemoryPath,
+        limit: u64,
+        change: &mut Change<'_>,
+    ) -> Result<Updated, Fail> {
+        let current = self.read(path, limit)?;
+        let Ok(new) = change(&current.data) else {
+            return Ok(Updated::Aborted);
+        };
+        self.put_file(path.components(), &new)?;
+        Ok(Updated::Written(new))
     }
 
     /// The children of a directory (the root included).
@@ -249,19 +341,22 @@ impl<'a, D: Dialect> Entries<'a, D> {
     /// locked transaction.
     pub(crate) fn delete(&mut self, path: &MemoryPath) -> Result<(), Fail> {
         let k = key(path.components());
-        if self.row(&k)?.is_none() {
-            return Err(StoreError::NotFound { path: path.clone() }.into());
-        }
         let (lo, hi) = below(&k);
-        self.db.run(
-            "DELETE FROM claude_memory_entries WHERE tenant = $1 AND (path = $2 OR (path >= $3 AND path < $4))",
+        // One statement: the rows it removed say whether the entry was
+        // there (if not, the caller's error rolls the transaction back).
+        let removed = self.db.fetch_all(
+            "DELETE FROM claude_memory_entries WHERE tenant = $1 AND (path = $2 OR (path >= $3 AND path < $4)) RETURNING path = $2",
             &[
                 Param::Text(self.tenant),
                 Param::Text(&k),
                 Param::Text(&lo),
                 Param::Text(&hi),
             ],
+            |r| r.flag(0),
         )?;
+        if !removed.contains(&true) {
+            return Err(StoreError::NotFound { path: path.clone() }.into());
+        }
         Ok(())
     }
 
@@ -269,15 +364,26 @@ impl<'a, D: Dialect> Entries<'a, D> {
     /// [`StoreError::check_rename`]; run it in the locked transaction.
     pub(crate) fn rename(&mut self, from: &MemoryPath, to: &MemoryPath) -> Result<(), Fail> {
         let (fk, tk) = (key(from.components()), key(to.components()));
-        if self.row(&fk)?.is_none() {
+        let tc = to.components();
+        // The source's row, the destination's ancestors' and its own, in
+        // one query; checked in the contract's order.
+        let mut keys = vec![fk.clone()];
+        keys.extend((1..=tc.len()).map(|depth| key(&tc[..depth])));
+        let mut rows = self.rows(&keys)?;
+        let destination = if to.is_root() {
+            None // the root has no row, and always exists
+        } else {
+            rows.pop().flatten()
+        };
+        if rows.first().is_none_or(Option::is_none) {
             return Err(StoreError::NotFound { path: from.clone() }.into());
         }
-        if to.is_root() || self.row(&tk)?.is_some() {
+        if to.is_root() || destination.is_some() {
             return Err(StoreError::AlreadyExists { path: to.clone() }.into());
         }
-        self.check_ancestors(to)?;
-        let tc = to.components();
-        self.make_parents(tc)?;
+        if Self::check_ancestors(to, &rows[1..])? {
+            self.make_parents(tc)?;
+        }
         let (lo, hi) = below(&fk);
         let (parent, name) = tc.split_at(tc.len() - 1);
         self.db.run(
@@ -314,7 +420,7 @@ impl<'a, D: Dialect> Entries<'a, D> {
 fn reading<B: Backend, T>(
     s: &SqlStore<B>,
     path: &MemoryPath,
-    f: impl FnOnce(&mut Entries<'_, B::Conn<'_>>) -> Result<T, Fail>,
+    mut f: impl FnMut(&mut Entries<'_, B::Conn<'_>>) -> Result<T, Fail>,
 ) -> StoreResult<T> {
     s.db.with(|c| f(&mut Entries::new(c, &s.tenant)))
         .map_err(|e| e.into_store(path))
@@ -325,7 +431,7 @@ fn reading<B: Backend, T>(
 fn mutating<B: Backend, T>(
     s: &SqlStore<B>,
     path: &MemoryPath,
-    f: impl FnOnce(&mut Entries<'_, B::Tx<'_>>) -> Result<T, Fail>,
+    mut f: impl FnMut(&mut Entries<'_, B::Tx<'_>>) -> Result<T, Fail>,
 ) -> StoreResult<T> {
     s.db.mutate(&s.tenant, |mut tx| {
         let out = f(&mut Entries::new(&mut tx, &s.tenant))?;
@@ -392,6 +498,18 @@ pub(crate) fn rename<B: Backend>(
     mutating(s, from, |e| e.rename(from, to))
 }
 
+pub(crate) fn update<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    limit: u64,
+    change: &mut Change<'_>,
+) -> StoreResult<Updated> {
+    if path.is_root() {
+        return Err(StoreError::IsADirectory { path: path.clone() });
+    }
+    mutating(s, path, |e| e.update(path, limit, change))
+}
+
 pub(crate) fn total_size<B: Backend>(s: &SqlStore<B>) -> StoreResult<u64> {
     reading(s, &MemoryPath::root(), |e| e.total_size())
 }
@@ -423,6 +541,15 @@ macro_rules! sql_store {
             }
             fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
                 rename(&self.0, from, to)
+            }
+            /// One locked transaction: read, `change` once, write.
+            fn update(
+                &self,
+                path: &MemoryPath,
+                limit: u64,
+                change: &mut Change<'_>,
+            ) -> StoreResult<Updated> {
+                update(&self.0, path, limit, change)
             }
             fn total_size(&self) -> StoreResult<u64> {
                 total_size(&self.0)

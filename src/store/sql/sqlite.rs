@@ -3,17 +3,19 @@
 //! The SQLite dialect of the shared layout and operations
 //! ([`super::ops`]). Each mutation is one `BEGIN IMMEDIATE` transaction,
 //! which SQLite serializes across threads and processes: create-if-absent,
-//! compare-and-swap on a store-wide version counter, and rename of a whole
-//! directory are atomic.
+//! edits (read, change, write), and rename of a whole directory are atomic.
+//! The connection sits behind a reentrant lock, so an edit's change may
+//! read the store on the same thread through the open transaction.
 
 use std::borrow::Cow;
 use std::ops::Deref;
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use parking_lot::ReentrantMutex;
+
 use rusqlite::types::ToSqlOutput;
-use rusqlite::{Connection, ToSql, TransactionBehavior, params_from_iter};
+use rusqlite::{Connection, ToSql, Transaction, TransactionBehavior, params_from_iter};
 
 use super::{
     Backend, Columns, Commit, Dialect, DriverError, Fail, Param, SqlStore, columns, schema,
@@ -39,9 +41,28 @@ CREATE TABLE IF NOT EXISTS claude_memory_counter (id INTEGER PRIMARY KEY CHECK (
 INSERT OR IGNORE INTO claude_memory_counter VALUES (0, 0);
 ";
 
+/// Why [`SqliteStore::open`] failed. The driver's error, where there is
+/// one, is the [`source`](std::error::Error::source).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SqliteError {
+    /// The database could not be opened, set up or read.
+    #[error("could not open the SQLite database")]
+    Open(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The database was set up by a newer version of this crate.
+    #[error("{}", schema::newer(*.0))]
+    NewerSchema(i64),
+}
+
+impl From<rusqlite::Error> for SqliteError {
+    fn from(e: rusqlite::Error) -> Self {
+        SqliteError::Open(Box::new(e))
+    }
+}
+
 /// A store in a SQLite database. Cloning shares the connection.
 #[derive(Clone)]
-pub struct SqliteStore(pub(super) SqlStore<Mutex<Connection>>);
+pub struct SqliteStore(pub(super) SqlStore<ReentrantMutex<Connection>>);
 
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -56,7 +77,7 @@ impl std::fmt::Debug for SqliteStore {
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`, in WAL mode with
     /// full fsync, and creates or checks the schema.
-    pub fn open(path: impl AsRef<Path>) -> rusqlite::Result<Self> {
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, SqliteError> {
         let conn = Connection::open(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
@@ -64,17 +85,17 @@ impl SqliteStore {
     }
 
     /// A private database in memory.
-    pub fn open_in_memory() -> rusqlite::Result<Self> {
+    pub fn open_in_memory() -> Result<Self, SqliteError> {
         Self::init(Connection::open_in_memory()?)
     }
 
-    fn init(conn: Connection) -> rusqlite::Result<Self> {
+    fn init(conn: Connection) -> Result<Self, SqliteError> {
         conn.busy_timeout(Duration::from_secs(30))?;
         conn.execute_batch(SCHEMA)?;
         if let Some(v) = schema::check_version(&mut Lite(&conn))? {
-            return Err(rusqlite::Error::InvalidParameterName(schema::newer(v)));
+            return Err(SqliteError::NewerSchema(v));
         }
-        Ok(SqliteStore(SqlStore::new(Mutex::new(conn))))
+        Ok(SqliteStore(SqlStore::new(ReentrantMutex::new(conn))))
     }
 
     /// The same database, seen as `tenant`'s store: every row carries the
@@ -84,13 +105,17 @@ impl SqliteStore {
     }
 }
 
-/// The connection a store's clones share, behind a mutex.
-impl Backend for Mutex<Connection> {
+/// The connection a store's clones share, behind a reentrant lock: a read
+/// made inside a mutation on the same thread goes through its transaction.
+impl Backend for ReentrantMutex<Connection> {
     type Conn<'c> = Lite<&'c Connection>;
-    type Tx<'c> = Lite<rusqlite::Transaction<'c>>;
+    type Tx<'c> = Lite<Transaction<'c>>;
 
-    fn with<T>(&self, f: impl FnOnce(&mut Self::Conn<'_>) -> Result<T, Fail>) -> Result<T, Fail> {
-        let conn = self.lock().unwrap_or_else(PoisonError::into_inner);
+    fn with<T>(
+        &self,
+        mut f: impl FnMut(&mut Self::Conn<'_>) -> Result<T, Fail>,
+    ) -> Result<T, Fail> {
+        let conn = self.lock();
         f(&mut Lite(&conn))
     }
 
@@ -99,10 +124,10 @@ impl Backend for Mutex<Connection> {
     fn mutate<T>(
         &self,
         _tenant: &str,
-        f: impl FnOnce(Self::Tx<'_>) -> Result<T, Fail>,
+        mut f: impl FnMut(Self::Tx<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
-        let mut conn = self.lock().unwrap_or_else(PoisonError::into_inner);
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let conn = self.lock();
+        let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)?;
         f(Lite(tx))
     }
 }
