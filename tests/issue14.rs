@@ -2,8 +2,8 @@
 //! file. Each reproduction is written as the attack: JSON lines through the
 //! bridge (in-process, or the `stdio` example for the process abort), on
 //! every backend it applies to (in-memory, filesystem, TenantStore over
-//! each). The SQL backends are covered by their own suites once their
-//! rename and store-size checks land (see the issue-14 report).
+//! each, and SQLite and PostgreSQL where the attack reaches a store
+//! primitive: the rename invariant and rmdir-semantics expiry).
 
 use std::fs;
 use std::os::fd::{AsFd, OwnedFd};
@@ -20,6 +20,43 @@ use serde_json::{Value, json};
 
 mod common;
 use common::stdio_binary;
+
+/// The SQL stores this build and environment can reach: SQLite in memory
+/// (feature `sqlite`) and a fresh tenant of the test PostgreSQL database
+/// (feature `postgres` and CLAUDE_MEMORY_TEST_POSTGRES_URL; required when
+/// CLAUDE_MEMORY_REQUIRE_POSTGRES is set, as in CI).
+fn sql_stores() -> Vec<Box<dyn MemoryStore>> {
+    #[allow(unused_mut)]
+    let mut stores: Vec<Box<dyn MemoryStore>> = Vec::new();
+    #[cfg(feature = "sqlite")]
+    stores.push(Box::new(
+        claude_memory::SqliteStore::open_in_memory().expect("sqlite"),
+    ));
+    #[cfg(feature = "postgres")]
+    match std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL") {
+        Ok(url) => {
+            use std::sync::atomic::{AtomicU64, Ordering};
+            static N: AtomicU64 = AtomicU64::new(0);
+            let db = claude_memory::PostgresStore::connect(&url, 2).expect("postgres");
+            let nanos = SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            let id = format!(
+                "i14-{}-{}-{nanos}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            );
+            stores.push(Box::new(
+                db.for_tenant(&TenantId::parse(&id).expect("tenant id")),
+            ));
+        }
+        Err(_) => assert!(
+            std::env::var_os("CLAUDE_MEMORY_REQUIRE_POSTGRES").is_none(),
+            "CLAUDE_MEMORY_REQUIRE_POSTGRES is set but CLAUDE_MEMORY_TEST_POSTGRES_URL is not"
+        ),
+    }
+    stores
+}
 
 /// Runs JSON lines through the bridge; one answer per line.
 fn attack<S: MemoryStore>(tool: &MemoryTool<S>, lines: &[Value]) -> Vec<Value> {
@@ -102,6 +139,10 @@ fn repro1_deepening_renames_are_refused_on_every_backend() {
         TenantId::parse("alice").expect("id"),
     ));
     check_deepening_refused(&attack(&fs_tenant, &deepening_renames()));
+
+    for store in sql_stores() {
+        check_deepening_refused(&attack(&MemoryTool::new(store), &deepening_renames()));
+    }
 }
 
 #[test]
@@ -132,13 +173,15 @@ fn repro1_the_stdio_process_survives_the_attack() {
 
 #[test]
 fn a_move_to_exactly_the_limit_is_allowed_and_one_byte_more_is_not() {
-    for tool in [
-        MemoryTool::new(Box::new(InMemoryStore::new()) as Box<dyn MemoryStore>),
-        MemoryTool::new(Box::new(TenantStore::new(
+    let mut stores: Vec<Box<dyn MemoryStore>> = vec![
+        Box::new(InMemoryStore::new()),
+        Box::new(TenantStore::new(
             InMemoryStore::new(),
             TenantId::parse("bob").expect("id"),
-        )) as Box<dyn MemoryStore>),
-    ] {
+        )),
+    ];
+    stores.extend(sql_stores());
+    for tool in stores.into_iter().map(MemoryTool::new) {
         // "/memories/d/f.md": the file is 5 bytes below the directory.
         let lines = [
             json!({"command":"create","path":"/memories/d/f.md","file_text":"x"}),
@@ -264,7 +307,7 @@ fn repro4_a_shared_base_sees_backs_up_and_expires_every_tenant_file() {
 fn repro5_expiry_never_removes_a_directory_that_is_not_empty() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fs_store = FilesystemStore::open(dir.path()).expect("open");
-    let stores: Vec<Box<dyn MemoryStore>> = vec![
+    let mut stores: Vec<Box<dyn MemoryStore>> = vec![
         Box::new(InMemoryStore::new()),
         Box::new(fs_store),
         Box::new(TenantStore::new(
@@ -272,6 +315,7 @@ fn repro5_expiry_never_removes_a_directory_that_is_not_empty() {
             TenantId::parse("x").expect("id"),
         )),
     ];
+    stores.extend(sql_stores());
     for store in stores {
         let tool = MemoryTool::new(&*store);
         attack(

@@ -98,6 +98,11 @@ pub(crate) trait Dialect {
     /// first.
     const UPSERT_FILE_NEXT: Option<&'static str> = None;
 
+    /// One row, one column: the length in bytes of the longest key of
+    /// tenant `$1` in the range [`$2`, `$3`), or 0 (SQLite's `length`
+    /// counts characters, PostgreSQL's `octet_length` bytes).
+    const LONGEST_KEY: &'static str;
+
     /// The first row `sql` returns, decoded by `f`, or `None` (a dialect
     /// may refuse a query that returns more than one).
     fn fetch_opt<T>(

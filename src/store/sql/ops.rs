@@ -381,10 +381,20 @@ impl<'a, D: Dialect> Entries<'a, D> {
         if to.is_root() || destination.is_some() {
             return Err(StoreError::AlreadyExists { path: to.clone() }.into());
         }
-        if Self::check_ancestors(to, &rows[1..])? {
+        let need_parents = Self::check_ancestors(to, &rows[1..])?;
+        // Every entry below must still have a legal path at the
+        // destination (SPEC §2), checked in this transaction.
+        let (lo, hi) = below(&fk);
+        let longest = self.one(
+            D::LONGEST_KEY,
+            &[Param::Text(self.tenant), Param::Text(&lo), Param::Text(&hi)],
+            |r| r.int(0),
+        )?;
+        let longest = usize::try_from(longest).unwrap_or(usize::MAX);
+        StoreError::check_depth(from, to, longest.saturating_sub(fk.len()))?;
+        if need_parents {
             self.make_parents(tc)?;
         }
-        let (lo, hi) = below(&fk);
         let (parent, name) = tc.split_at(tc.len() - 1);
         self.db.run(
             "UPDATE claude_memory_entries SET
@@ -403,6 +413,20 @@ impl<'a, D: Dialect> Entries<'a, D> {
             ],
         )?;
         Ok(())
+    }
+
+    /// Removes directory `path` if it has no children, in one locked
+    /// transaction (`rmdir` semantics, for expiry).
+    pub(crate) fn remove_empty_dir(&mut self, path: &MemoryPath) -> Result<bool, Fail> {
+        let k = key(path.components());
+        let removed = self.db.fetch_all(
+            "DELETE FROM claude_memory_entries WHERE tenant = $1 AND path = $2 AND is_dir
+               AND NOT EXISTS (SELECT 1 FROM claude_memory_entries WHERE tenant = $1 AND parent = $2)
+             RETURNING path",
+            &[Param::Text(self.tenant), Param::Text(&k)],
+            |r| r.text(0),
+        )?;
+        Ok(!removed.is_empty())
     }
 
     /// Total bytes of this tenant's files.
@@ -510,6 +534,16 @@ pub(crate) fn update<B: Backend>(
     mutating(s, path, |e| e.update(path, limit, change))
 }
 
+pub(crate) fn remove_empty_dir<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+) -> StoreResult<bool> {
+    if path.is_root() {
+        return Ok(false);
+    }
+    mutating(s, path, |e| e.remove_empty_dir(path))
+}
+
 pub(crate) fn total_size<B: Backend>(s: &SqlStore<B>) -> StoreResult<u64> {
     reading(s, &MemoryPath::root(), |e| e.total_size())
 }
@@ -550,6 +584,10 @@ macro_rules! sql_store {
                 change: &mut Change<'_>,
             ) -> StoreResult<Updated> {
                 update(&self.0, path, limit, change)
+            }
+            /// One statement in the locked transaction.
+            fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+                remove_empty_dir(&self.0, path)
             }
             fn total_size(&self) -> StoreResult<u64> {
                 total_size(&self.0)

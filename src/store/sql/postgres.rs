@@ -706,6 +706,7 @@ impl Dialect for Pg<'_> {
         ON CONFLICT (tenant, path) DO UPDATE SET data = EXCLUDED.data, len = EXCLUDED.len,
             version = EXCLUDED.version, modified_ms = EXCLUDED.modified_ms";
 
+    const LONGEST_KEY: &'static str = "SELECT CAST(COALESCE(MAX(octet_length(path)), 0) AS BIGINT) FROM claude_memory_entries WHERE tenant = $1 AND path >= $2 AND path < $3";
     const UPSERT_FILE_NEXT: Option<&'static str> = Some(
         "INSERT INTO claude_memory_entries (tenant, path, parent, name, is_dir, data, len, version, modified_ms)
         VALUES ($1, $2, $3, $4, FALSE, $5, $6, nextval('claude_memory_version'), $7)
@@ -789,6 +790,7 @@ impl Dialect for PgTx<'_> {
     const UPSERT_FILE: &'static str = Pg::UPSERT_FILE;
     const UPSERT_FILE_NEXT: Option<&'static str> = Pg::UPSERT_FILE_NEXT;
     const NEXT_VERSION: &'static str = Pg::NEXT_VERSION;
+    const LONGEST_KEY: &'static str = Pg::LONGEST_KEY;
 
     fn fetch_opt<T>(
         &mut self,

@@ -170,6 +170,7 @@ impl<C: Deref<Target = Connection>> Dialect for Lite<C> {
     const UPSERT_FILE: &'static str = "INSERT OR REPLACE INTO claude_memory_entries (tenant, path, parent, name, is_dir, data, len, version, modified_ms)
         VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6, ?7, ?8)";
 
+    const LONGEST_KEY: &'static str = "SELECT CAST(COALESCE(MAX(length(CAST(path AS BLOB))), 0) AS BIGINT) FROM claude_memory_entries WHERE tenant = $1 AND path >= $2 AND path < $3";
     const NEXT_VERSION: &'static str =
         "UPDATE claude_memory_counter SET value = value + 1 WHERE id = 0 RETURNING value";
 
