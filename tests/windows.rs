@@ -45,17 +45,22 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 
 /// A directory link at `link` to `target`: a symbolic link, or a junction
 /// where symbolic links need a privilege this process lacks.
+/// Only a link Windows itself reports as a reparse point counts (Wine 8
+/// "creates" directory links no Win32 call can then see).
 fn dir_link(target: &Path, link: &Path) -> bool {
-    if std::os::windows::fs::symlink_dir(target, link).is_ok() {
+    use std::os::windows::fs::MetadataExt;
+    let visible = || fs::symlink_metadata(link).is_ok_and(|m| m.file_attributes() & 0x400 != 0);
+    if std::os::windows::fs::symlink_dir(target, link).is_ok() && visible() {
         return true;
     }
+    remove_link(link);
     std::process::Command::new("cmd")
         .args(["/C", "mklink", "/J"])
         .arg(link)
         .arg(target)
         .output()
         .is_ok_and(|o| o.status.success())
-        && fs::symlink_metadata(link).is_ok()
+        && visible()
 }
 
 fn remove_link(link: &Path) {
