@@ -126,7 +126,7 @@ pub use config::{Config, CreatePolicy};
 pub use path::{MemoryPath, PathError};
 pub use render::human_size;
 pub use result::{Content, ImageFormat, ToolResult};
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub use store::FilesystemStore;
 pub use store::TenantStore;
 pub use store::{InMemoryStore, MemoryStore, StoreError};

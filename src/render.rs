@@ -295,6 +295,9 @@ pub(crate) fn storage_failure(error: &StoreError, path: &str) -> String {
         StoreError::NotFound { .. } => missing(path),
         StoreError::AlreadyExists { .. } => already_exists(path),
         StoreError::StoreFull { total, limit, .. } => store_too_large(*total, *limit),
+        StoreError::UnsupportedName { reason, .. } => {
+            format!("Error: The path {path} is not a valid memory path: {reason}")
+        }
         _ => format!("Error: The storage operation failed for {path}"),
     }
 }

@@ -368,23 +368,27 @@ fn reading_commands_never_create_or_change_a_store() {
 
     // And a store this process may not write to. Root ignores permissions
     // (as in CI), so there this part cannot show anything: it is skipped.
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o555)).expect("chmod");
-    let probe = root.join("probe");
-    if std::fs::write(&probe, "").is_ok() {
-        std::fs::remove_file(&probe).expect("cleanup");
-        eprintln!("running as root: permissions do not bite, read-only part skipped");
-    } else {
-        let o = cli(&["--root", root_s, "stats"]);
-        assert_exit(&o, 0);
-        assert!(stdout(&o).starts_with("files: 2\n"));
-        let o = cli(&["--root", root_s, "export"]);
-        assert_exit(&o, 0);
-        // Writing still fails, cleanly.
-        let o = cli(&["--root", root_s, "prune", "--older-than", "1s"]);
-        assert_exit(&o, 1);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+        let probe = root.join("probe");
+        if std::fs::write(&probe, "").is_ok() {
+            std::fs::remove_file(&probe).expect("cleanup");
+            eprintln!("running as root: permissions do not bite, read-only part skipped");
+        } else {
+            let o = cli(&["--root", root_s, "stats"]);
+            assert_exit(&o, 0);
+            assert!(stdout(&o).starts_with("files: 2\n"));
+            let o = cli(&["--root", root_s, "export"]);
+            assert_exit(&o, 0);
+            // Writing still fails, cleanly.
+            let o = cli(&["--root", root_s, "prune", "--older-than", "1s"]);
+            assert_exit(&o, 1);
+        }
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755))
+            .expect("chmod back");
     }
-    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).expect("chmod back");
 }
 
 #[test]

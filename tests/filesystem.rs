@@ -1,5 +1,8 @@
 //! Filesystem-only behaviour: symbolic links, modes, housekeeping files,
 //! containment and what error messages may say.
+//! Unix: the Windows equivalents are in `tests/windows.rs`.
+
+#![cfg(unix)]
 
 use std::collections::BTreeMap;
 use std::fs;

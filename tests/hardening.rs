@@ -1,6 +1,9 @@
 //! The filesystem store under attack and under load: symlink swaps mid-call,
 //! many writers across threads and processes, writers killed at any moment.
 //! Figures are printed (`cargo test --test hardening -- --nocapture`).
+//! Unix: the Windows equivalents are in `tests/windows.rs`.
+
+#![cfg(unix)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

@@ -5,8 +5,11 @@
 //! each, and SQLite and PostgreSQL where the attack reaches a store
 //! primitive: the rename invariant and rmdir-semantics expiry).
 
+#[cfg(unix)]
 use std::fs;
+#[cfg(unix)]
 use std::os::fd::{AsFd, OwnedFd};
+#[cfg(unix)]
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -344,6 +347,7 @@ fn repro5_expiry_never_removes_a_directory_that_is_not_empty() {
 
 /// Builds `depth` nested directories named `d` below `root` directly on
 /// disk (beneath the API, one handle at a time), with `leaf` at the bottom.
+#[cfg(unix)]
 fn deep_tree_on_disk(root: &Path, depth: usize, leaf: &str) {
     use rustix::fs::{Mode, OFlags, mkdirat, openat};
     let flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC;
@@ -363,6 +367,7 @@ fn deep_tree_on_disk(root: &Path, depth: usize, leaf: &str) {
 }
 
 /// Runs the stdio example on `root` with at most `nofile` open files.
+#[cfg(unix)]
 fn stdio_low_ulimit(root: &Path, nofile: u32, lines: &[Value]) -> (bool, Vec<Value>) {
     let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
     let script = format!("ulimit -n {nofile} && exec \"$0\" --root \"$1\"");
@@ -389,6 +394,7 @@ fn stdio_low_ulimit(root: &Path, nofile: u32, lines: &[Value]) -> (bool, Vec<Val
 }
 
 #[test]
+#[cfg(unix)]
 fn repro2_and_6_trees_deeper_than_any_limit_open_and_delete_under_a_low_ulimit() {
     let dir = tempfile::tempdir().expect("tempdir");
     // Deeper than the old 4,096-level cap, with a crashed writer's
@@ -413,6 +419,7 @@ fn repro2_and_6_trees_deeper_than_any_limit_open_and_delete_under_a_low_ulimit()
 }
 
 #[test]
+#[cfg(unix)]
 fn deep_trees_are_totalled_exported_and_expired_under_a_low_ulimit() {
     let dir = tempfile::tempdir().expect("tempdir");
     // "/d" per level: 2,100 levels is past PATH_MAX (4,096 bytes).

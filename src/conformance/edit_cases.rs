@@ -212,10 +212,10 @@ pub fn str_replace_edge_cases(store: &dyn MemoryStore) {
         EDITED,
     );
     assert_eq!(bytes(store, "/memories/only.txt"), b"");
-    create(&t, "/memories/nul.txt", "a\nb\n");
+    create(&t, "/memories/null-new-str.txt", "a\nb\n");
     ok(
         &t,
-        json!({"command": "str_replace", "path": "/memories/nul.txt", "old_str": "b", "new_str": null}),
+        json!({"command": "str_replace", "path": "/memories/null-new-str.txt", "old_str": "b", "new_str": null}),
         &format!("{EDITED}\n     1\ta\n     2\t"),
     );
 }

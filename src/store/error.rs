@@ -86,6 +86,17 @@ pub enum StoreError {
         /// What is not allowed.
         reason: &'static str,
     },
+    /// A name the host filesystem cannot store (the filesystem store on
+    /// Windows: `CON`, `NUL`, `COM1`, … with or without an extension, a
+    /// trailing dot or space, or one of `< > : " | ? *`). Nothing was
+    /// created; the reason says which rule the name broke.
+    #[error("{path}: {reason}")]
+    UnsupportedName {
+        /// The path asked for.
+        path: MemoryPath,
+        /// Why the host cannot store it.
+        reason: &'static str,
+    },
     /// A move that would put an entry below `path` (the source) at a path
     /// longer than `limit` bytes at the destination (SPEC §2: every entry in
     /// a store has a valid path). Nothing moved.

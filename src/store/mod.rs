@@ -7,19 +7,26 @@
 mod error;
 #[cfg(unix)]
 mod fs;
+#[cfg(windows)]
+#[path = "fs/windows/mod.rs"]
+mod fs;
+// Compiled everywhere, so its tests run on every platform.
 mod memory;
 mod op;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
 mod tenant;
 pub mod walk;
+#[cfg(all(test, not(windows)))]
+#[path = "fs/windows/names.rs"]
+mod windows_names;
 
 use std::io::Read;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 pub use error::{StoreError, StoreResult};
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub use fs::{FilesystemStore, FilesystemStoreBuilder};
 pub use memory::InMemoryStore;
 pub use op::Op;

@@ -76,6 +76,10 @@ impl<S: MemoryStore> TenantStore<S> {
                 path: strip(path),
                 reason,
             },
+            StoreError::UnsupportedName { path, reason } => StoreError::UnsupportedName {
+                path: strip(path),
+                reason,
+            },
             StoreError::PathTooLong { path, limit } => StoreError::PathTooLong {
                 path: strip(path),
                 limit: limit.saturating_sub(1 + self.tenant.as_str().len()),

@@ -78,7 +78,8 @@ pub struct FilesystemStore {
     /// `None` when opened [read-only](FilesystemStoreBuilder::read_only).
     lock: Option<Mutex<File>>,
     temp_counter: AtomicU64,
-    /// Cleared when the kernel lacks `openat2`.
+    /// Cleared when the kernel lacks `openat2` (read on Linux only).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     use_openat2: AtomicBool,
 }
 

@@ -139,9 +139,15 @@ pub(super) fn rename_replace(dir: impl AsFd + Copy, from: &str, to: &str) -> Res
     rfs::renameat(dir, from, dir, to)
 }
 
-/// Flushes a directory's entries to stable storage, for `path`.
+/// Flushes a directory's entries to stable storage, for `path`. On macOS
+/// `fsync` leaves them in the drive's cache: `F_FULLFSYNC` flushes that too
+/// (as `File::sync_all` does for files there).
 pub(super) fn sync_dir(path: &MemoryPath, dir: impl AsFd) -> StoreResult<()> {
-    rfs::fsync(dir).map_err(|e| io_error(Op::Sync, path, e))
+    #[cfg(target_vendor = "apple")]
+    let synced = rfs::fcntl_fullfsync(dir);
+    #[cfg(not(target_vendor = "apple"))]
+    let synced = rfs::fsync(dir);
+    synced.map_err(|e| io_error(Op::Sync, path, e))
 }
 
 /// What is at `name` in `dir`, without following a link.
@@ -168,8 +174,9 @@ pub(super) fn modified(stat: &rfs::Stat) -> Option<SystemTime> {
 }
 
 /// Renames without ever replacing the destination: `renameat2` with
-/// `RENAME_NOREPLACE`, or (where the filesystem lacks it) `linkat` and
-/// `unlinkat` for files; directories then rely on the store lock.
+/// `RENAME_NOREPLACE` (Linux) or `renameatx_np` with `RENAME_EXCL` (macOS),
+/// or (where the filesystem lacks it) `linkat` and `unlinkat` for files;
+/// directories then rely on the store lock.
 pub(super) fn rename_no_replace(
     from_dir: BorrowedFd<'_>,
     from: &str,
@@ -177,14 +184,15 @@ pub(super) fn rename_no_replace(
     to: &str,
     path: &MemoryPath,
 ) -> StoreResult<()> {
-    #[cfg(target_os = "linux")]
+    #[cfg(any(target_os = "linux", target_vendor = "apple"))]
     match rfs::renameat_with(from_dir, from, to_dir, to, rfs::RenameFlags::NOREPLACE) {
         Ok(()) => return Ok(()),
         // The destination exists: the whole point of `NOREPLACE`.
         Err(Errno::EXIST) => return Err(StoreError::AlreadyExists { path: path.clone() }),
         // The filesystem (`EINVAL`) or kernel (`ENOSYS`) does not support
-        // `RENAME_NOREPLACE`: fall back below.
-        Err(Errno::INVAL) | Err(Errno::NOSYS) => {}
+        // `RENAME_NOREPLACE`, or a macOS volume lacks `RENAME_EXCL`
+        // (`ENOTSUP`): fall back below.
+        Err(Errno::INVAL) | Err(Errno::NOSYS) | Err(Errno::NOTSUP) => {}
         Err(e) => return Err(io_error(Op::Rename, path, e)),
     }
     let is_dir = matches!(entry_at(from_dir, from), Ok(Entry::Dir));

@@ -1,0 +1,818 @@
+//! `FilesystemStore` on Windows: memory files as real files under one root
+//! directory, with the guarantees of the Unix store where Windows allows
+//! them (README, "Safety model", says where they differ).
+//!
+//! - **Containment.** The root is opened once and kept open without
+//!   `FILE_SHARE_DELETE`, so it cannot be renamed, deleted or replaced
+//!   while the store lives. Every directory a command works in is pinned
+//!   the same way, with each directory above it, before anything inside it
+//!   is touched (see `host`), and each entry is opened as itself
+//!   (`FILE_FLAG_OPEN_REPARSE_POINT`): symbolic links, junctions and every
+//!   other reparse point are refused where Unix refuses a symbolic link.
+//! - **Atomicity and durability.** A write goes to a temporary file beside
+//!   its target, flushed (`FlushFileBuffers`) and then renamed into place;
+//!   creates and renames of files link the new name (`CreateHardLinkW`,
+//!   which never replaces) and then remove the old one, so they never
+//!   overwrite. Windows has no call that flushes a directory's entries;
+//!   NTFS journals them.
+//! - **Concurrency.** Mutations run under an in-process mutex plus a
+//!   `LockFileEx` lock on `.claude-memory.lock` in the root.
+//! - **Names.** Names Windows cannot store (`CON`, `a.`, `a:b`, …) are
+//!   refused with [`StoreError::UnsupportedName`].
+
+mod host;
+mod names;
+#[path = "../version.rs"]
+mod version;
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use self::host::{Dir, Entry, Pinned, io_error};
+use self::version::content_version;
+use super::{
+    Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Op, StoreError,
+    StoreResult, Updated, Version, WriteMode,
+};
+use crate::path::MemoryPath;
+
+const LOCK_FILE: &str = ".claude-memory.lock";
+const TEMP_PREFIX: &str = ".claude-memory.tmp.";
+
+/// A store rooted at a host directory, which stands for `/memories`.
+///
+/// ```
+/// use claude_memory::{FilesystemStore, MemoryTool};
+/// use serde_json::json;
+///
+/// let dir = std::env::temp_dir().join(format!("claude-memory-doc-{}", std::process::id()));
+/// let tool = MemoryTool::new(FilesystemStore::open(&dir)?);
+/// let created = tool.dispatch(&json!({"command": "create", "path": "/memories/a.md",
+///                                     "file_text": "kept on disk\n"}));
+/// assert!(!created.is_error);
+/// assert_eq!(std::fs::read_to_string(dir.join("a.md"))?, "kept on disk\n");
+/// # drop(tool);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct FilesystemStore {
+    /// For display only.
+    root_path: PathBuf,
+    /// The root's verbatim host path with every link resolved: it names
+    /// the directory `_root_pin` holds open, and cannot change while held.
+    host_root: PathBuf,
+    _root_pin: File,
+    durable: bool,
+    /// `None` when opened [read-only](FilesystemStoreBuilder::read_only).
+    lock: Option<Mutex<File>>,
+    temp_counter: AtomicU64,
+}
+
+/// Options for [`FilesystemStore`]; see [`FilesystemStore::builder`].
+#[derive(Debug, Clone)]
+pub struct FilesystemStoreBuilder {
+    root: PathBuf,
+    durable: bool,
+    create: bool,
+    read_only: bool,
+}
+
+impl FilesystemStoreBuilder {
+    /// Whether to flush files to stable storage on every write (default
+    /// `true`; `FlushFileBuffers`). Turning it off trades crash durability
+    /// for speed; writes stay atomic.
+    pub fn durable(mut self, durable: bool) -> Self {
+        self.durable = durable;
+        self
+    }
+
+    /// Linux only; accepted and ignored elsewhere.
+    #[doc(hidden)]
+    pub fn use_openat2(self, _on: bool) -> Self {
+        self
+    }
+
+    /// Whether to create the root directory if it is missing (default
+    /// `true`). Off, a missing root is an error of kind
+    /// [`io::ErrorKind::NotFound`].
+    pub fn create(mut self, create: bool) -> Self {
+        self.create = create;
+        self
+    }
+
+    /// Opens an existing store for reading only (default `false`): nothing
+    /// is created or written on open, and every write, delete or rename
+    /// fails with an I/O error of kind [`io::ErrorKind::ReadOnlyFilesystem`].
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+
+    /// Creates the root if missing (unless [`create(false)`](Self::create)
+    /// or [`read_only`](Self::read_only)), opens it, and, unless read-only,
+    /// removes temporary files left by a crashed writer.
+    pub fn open(self) -> io::Result<FilesystemStore> {
+        if self.create && !self.read_only {
+            std::fs::create_dir_all(&self.root)?;
+        }
+        let (root_pin, root) = host::open_root(&self.root)?;
+        let lock = if self.read_only {
+            None
+        } else {
+            Some(Mutex::new(host::open_lock_file(&root, LOCK_FILE)?))
+        };
+        let read_only = lock.is_none();
+        let store = FilesystemStore {
+            root_path: self.root,
+            host_root: root,
+            _root_pin: root_pin,
+            durable: self.durable,
+            lock,
+            temp_counter: AtomicU64::new(0),
+        };
+        if !read_only {
+            let lock = store
+                .lock(&MemoryPath::root())
+                .map_err(|_| io::Error::other("cannot lock the store"))?;
+            store.remove_temp_files()?;
+            drop(lock);
+        }
+        Ok(store)
+    }
+}
+
+/// Holds both the in-process mutex and the cross-process file lock.
+struct WriteLock<'a> {
+    file: MutexGuard<'a, File>,
+}
+
+impl Drop for WriteLock<'_> {
+    fn drop(&mut self) {
+        // A drop cannot report an error; the lock also ends when the store
+        // closes its lock file.
+        let _ = self.file.unlock();
+    }
+}
+
+/// Where the parent directory of a path is.
+enum Parent {
+    Dir(Dir),
+    /// A directory on the way does not exist; all before it are real.
+    Missing,
+    /// The ancestor with this many components is a file.
+    File(usize),
+}
+
+/// Directories a write created on its way (host paths, outermost first),
+/// so a failed write can remove them again.
+#[derive(Default)]
+struct Made(Vec<PathBuf>);
+
+impl Made {
+    /// Best effort, innermost first; `RemoveDirectoryW` leaves a directory
+    /// someone has put something in meanwhile.
+    fn remove(&self) {
+        for path in self.0.iter().rev() {
+            let _ = host::remove_dir(path);
+        }
+    }
+}
+
+impl FilesystemStore {
+    /// Opens (creating if needed) a durable store at `root`.
+    pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
+        Self::builder(root).open()
+    }
+
+    /// A builder, for options such as [`FilesystemStoreBuilder::durable`].
+    pub fn builder(root: impl AsRef<Path>) -> FilesystemStoreBuilder {
+        FilesystemStoreBuilder {
+            root: root.as_ref().to_path_buf(),
+            durable: true,
+            create: true,
+            read_only: false,
+        }
+    }
+
+    /// The host directory this store was opened at (for display).
+    pub fn root(&self) -> &Path {
+        &self.root_path
+    }
+
+    fn lock(&self, path: &MemoryPath) -> StoreResult<WriteLock<'_>> {
+        let Some(lock) = &self.lock else {
+            let e = io::Error::new(
+                io::ErrorKind::ReadOnlyFilesystem,
+                "the store was opened read-only",
+            );
+            return Err(StoreError::io(Op::Lock, path, e));
+        };
+        let file = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        file.lock().map_err(|e| StoreError::io(Op::Lock, path, e))?;
+        Ok(WriteLock { file })
+    }
+
+    /// Refuses a path with a component Windows cannot store, for commands
+    /// that would create it.
+    fn check_names(path: &MemoryPath) -> StoreResult<()> {
+        for name in path.components() {
+            if let Some(reason) = names::unsupported(name) {
+                return Err(StoreError::UnsupportedName {
+                    path: path.clone(),
+                    reason,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether some component cannot exist in this store (so a lookup
+    /// finds nothing, as on Unix, instead of reaching a device).
+    fn unreachable(path: &MemoryPath) -> bool {
+        path.components()
+            .iter()
+            .any(|name| names::unsupported(name).is_some())
+    }
+
+    /// Pins the directory holding `path`'s last component, refusing
+    /// reparse points on the way.
+    fn parent(&self, path: &MemoryPath) -> StoreResult<Parent> {
+        let parents = match path.components().split_last() {
+            Some((_, parents)) => parents,
+            None => &[],
+        };
+        let mut dir = Dir::root(&self.host_root);
+        for (i, name) in parents.iter().enumerate() {
+            match host::pin_dir(&dir, name).map_err(|e| io_error(Op::OpenDirectory, path, e))? {
+                Pinned::Dir(pin) => dir.push(name, pin),
+                Pinned::Missing => return Ok(Parent::Missing),
+                Pinned::NotDir => return Ok(Parent::File(i + 1)),
+                Pinned::Reparse => return Err(StoreError::Symlink { path: path.clone() }),
+            }
+        }
+        Ok(Parent::Dir(dir))
+    }
+
+    /// The parent directory, created (and pinned) if missing.
+    fn make_parent(&self, path: &MemoryPath) -> StoreResult<(Dir, Made)> {
+        let parents = match path.components().split_last() {
+            Some((_, parents)) => parents,
+            None => &[],
+        };
+        let mut made = Made::default();
+        let mut dir = Dir::root(&self.host_root);
+        for (i, name) in parents.iter().enumerate() {
+            let fail = |made: &Made, e: StoreError| {
+                made.remove();
+                Err(e)
+            };
+            let mut pinned = host::pin_dir(&dir, name);
+            if let Ok(Pinned::Missing) = pinned {
+                match std::fs::create_dir(dir.join(name)) {
+                    Ok(()) => made.0.push(dir.join(name)),
+                    // Someone else made it meanwhile: use theirs.
+                    Err(e) if host::is_exists(&e) => {}
+                    Err(e) => return fail(&made, io_error(Op::CreateDirectory, path, e)),
+                }
+                pinned = host::pin_dir(&dir, name);
+            }
+            match pinned {
+                Ok(Pinned::Dir(pin)) => dir.push(name, pin),
+                Ok(Pinned::Missing) => {
+                    return fail(&made, StoreError::NotFound { path: path.clone() });
+                }
+                Ok(Pinned::NotDir) => {
+                    return fail(&made, StoreError::parent_not_directory(path, i + 1));
+                }
+                Ok(Pinned::Reparse) => {
+                    return fail(&made, StoreError::Symlink { path: path.clone() });
+                }
+                Err(e) => return fail(&made, io_error(Op::OpenDirectory, path, e)),
+            }
+        }
+        Ok((dir, made))
+    }
+
+    fn entry(&self, dir: &Dir, name: &str, op: Op, path: &MemoryPath) -> StoreResult<Entry> {
+        host::entry_at(dir, name).map_err(|e| io_error(op, path, e))
+    }
+
+    /// Opens a regular file for reading, refusing reparse points,
+    /// directories and hard-linked files. Also returns the (pinned)
+    /// directory it is in, for a write back.
+    fn open_file(&self, path: &MemoryPath) -> StoreResult<(Dir, File, std::fs::Metadata)> {
+        let not_found = || StoreError::NotFound { path: path.clone() };
+        if path.is_root() {
+            return Err(StoreError::IsADirectory { path: path.clone() });
+        }
+        if Self::unreachable(path) {
+            return Err(not_found());
+        }
+        let dir = match self.parent(path)? {
+            Parent::Dir(dir) => dir,
+            _ => return Err(not_found()),
+        };
+        let name = path.name().unwrap_or_default();
+        let file = match host::open_for_read(&dir, name) {
+            Ok(file) => file,
+            Err(e) if host::is_not_found(&e) => return Err(not_found()),
+            Err(e) => return Err(io_error(Op::Open, path, e)),
+        };
+        let meta = file.metadata().map_err(|e| io_error(Op::Stat, path, e))?;
+        if host::is_reparse(&meta) {
+            return Err(StoreError::Symlink { path: path.clone() });
+        }
+        if meta.is_dir() {
+            return Err(StoreError::IsADirectory { path: path.clone() });
+        }
+        if !meta.is_file() {
+            return Err(not_found());
+        }
+        // A create or rename of this store gives a file a second name for
+        // an instant (link, then unlink): look again before refusing.
+        let mut attempts = 0;
+        while host::links(&file).map_err(|e| io_error(Op::Stat, path, e))? > 1 {
+            attempts += 1;
+            if attempts > 5 {
+                return Err(StoreError::HardLink { path: path.clone() });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        Ok((dir, file, meta))
+    }
+
+    /// Reads a file of at most `limit` bytes, and the directory it is in.
+    fn read_in_dir(&self, path: &MemoryPath, limit: u64) -> StoreResult<(Dir, FileContent)> {
+        let (dir, file, meta) = self.open_file(path)?;
+        let too_large = |len| StoreError::TooLarge {
+            path: path.clone(),
+            len,
+        };
+        if meta.len() > limit {
+            return Err(too_large(meta.len()));
+        }
+        let mut data = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        file.take(limit.saturating_add(1))
+            .read_to_end(&mut data)
+            .map_err(|e| StoreError::io(Op::Read, path, e))?;
+        if data.len() as u64 > limit {
+            return Err(too_large(data.len() as u64));
+        }
+        let version = content_version(&data);
+        Ok((dir, FileContent { data, version }))
+    }
+
+    /// Writes `data` to a new temporary file in `dir` and moves it to
+    /// `name`: without replacing anything when `no_replace`. The temporary
+    /// file never outlives the call (unless removing it fails; the next
+    /// open then removes it).
+    fn install(
+        &self,
+        path: &MemoryPath,
+        dir: &Dir,
+        name: &str,
+        data: &[u8],
+        no_replace: bool,
+    ) -> StoreResult<()> {
+        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
+        let temp = format!("{TEMP_PREFIX}{}.{n}", std::process::id());
+        let temp_path = dir.join(&temp);
+        let mut file = host::create_new(dir, &temp).map_err(|e| io_error(Op::Write, path, e))?;
+        let result = (|| -> StoreResult<()> {
+            file.write_all(data)
+                .map_err(|e| StoreError::io(Op::Write, path, e))?;
+            if self.durable {
+                file.sync_all()
+                    .map_err(|e| StoreError::io(Op::Sync, path, e))?;
+            }
+            drop(file);
+            let target = dir.join(name);
+            if no_replace {
+                match host::hard_link(&temp_path, &target) {
+                    Ok(()) => {}
+                    Err(e) if host::is_exists(&e) => {
+                        return Err(StoreError::AlreadyExists { path: path.clone() });
+                    }
+                    Err(e) => return Err(io_error(Op::Write, path, e)),
+                }
+            } else {
+                host::rename(&temp_path, &target).map_err(|e| io_error(Op::Write, path, e))?;
+            }
+            Ok(())
+        })();
+        // After a link, or a failure, the temporary name is still there.
+        if no_replace || result.is_err() {
+            let _ = host::remove_file(&temp_path);
+        }
+        result
+    }
+
+    /// Removes temporary files a crashed writer left, anywhere below the
+    /// root, pinning each directory (and those above it) while it is
+    /// cleaned, so a junction swapped in is never entered.
+    fn remove_temp_files(&self) -> io::Result<()> {
+        walk(&self.host_root, &mut |dir, name, meta| {
+            if !meta.is_dir()
+                && name
+                    .to_str()
+                    .is_some_and(|name| name.starts_with(TEMP_PREFIX))
+            {
+                match host::remove_file(&dir.join(name)) {
+                    Err(e) if !host::is_not_found(&e) => return Err(e),
+                    _ => {}
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Visits every entry below the (pinned) directory `top`, depth first,
+/// without recursion: each directory is pinned while its entries are
+/// visited, and so are all those above it (their frames are on the stack).
+/// Reparse points are visited as entries, never entered. Holds one handle
+/// per level of depth (at most about 500: a memory path is at most 1,024
+/// bytes).
+fn walk(
+    top: &Path,
+    visit: &mut dyn FnMut(&Path, &std::ffi::OsStr, &std::fs::Metadata) -> io::Result<()>,
+) -> io::Result<()> {
+    struct Frame {
+        dir: Dir,
+        subdirs: Vec<std::ffi::OsString>,
+    }
+    let mut scan = |dir: &Path| -> io::Result<Vec<std::ffi::OsString>> {
+        let mut subdirs = Vec::new();
+        host::for_each_entry(dir, |name, meta| {
+            if meta.is_dir() && !host::is_reparse(meta) {
+                subdirs.push(name.to_owned());
+            }
+            visit(dir, name, meta)
+        })?;
+        Ok(subdirs)
+    };
+    let subdirs = scan(top)?;
+    let mut stack = vec![Frame {
+        dir: Dir::root(top),
+        subdirs,
+    }];
+    while let Some(frame) = stack.last_mut() {
+        let Some(name) = frame.subdirs.pop() else {
+            stack.pop();
+            continue;
+        };
+        let Pinned::Dir(pin) = host::pin_dir(&frame.dir, &name)? else {
+            continue; // gone, or swapped for a file or a link meanwhile
+        };
+        let mut dir = Dir::root(&frame.dir.path);
+        dir.push(&name, pin);
+        let subdirs = scan(&dir.path)?;
+        stack.push(Frame { dir, subdirs });
+    }
+    Ok(())
+}
+
+/// The longest path below the directory at `top` (pinned by the caller),
+/// in bytes (`/a/b` for `top/a/b`).
+fn deepest_below(top: &Path) -> io::Result<usize> {
+    let base = top.as_os_str().len();
+    let mut deepest = 0;
+    walk(top, &mut |dir, name, _| {
+        // Host path lengths count UTF-16 as WTF-8: equal to the UTF-8 of
+        // names a memory path can hold.
+        let len = dir.as_os_str().len() - base + 1 + name.len();
+        deepest = deepest.max(len);
+        Ok(())
+    })?;
+    Ok(deepest)
+}
+
+impl MemoryStore for FilesystemStore {
+    fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+        let Some(name) = path.name() else {
+            return Ok(Some(Metadata {
+                kind: EntryKind::Directory,
+                len: 0,
+                modified: None,
+            }));
+        };
+        if Self::unreachable(path) {
+            return Ok(None);
+        }
+        let dir = match self.parent(path)? {
+            Parent::Dir(dir) => dir,
+            _ => return Ok(None),
+        };
+        match self.entry(&dir, name, Op::Stat, path)? {
+            Entry::File(meta) => Ok(Some(Metadata {
+                kind: EntryKind::File,
+                len: meta.len(),
+                modified: meta.modified().ok(),
+            })),
+            Entry::Dir => Ok(Some(Metadata {
+                kind: EntryKind::Directory,
+                len: 0,
+                modified: None,
+            })),
+            Entry::Reparse { .. } => Err(StoreError::Symlink { path: path.clone() }),
+            Entry::Absent => Ok(None),
+        }
+    }
+
+    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+        self.read_in_dir(path, limit).map(|(_, content)| content)
+    }
+
+    fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
+        let (_, file, meta) = self.open_file(path)?;
+        Ok(FileReader {
+            len: meta.len(),
+            reader: Box::new(file),
+        })
+    }
+
+    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        let _lock = self.lock(path)?;
+        let Some(name) = path.name() else {
+            return Err(StoreError::write_to_root(path, mode));
+        };
+        let existing = if Self::unreachable(path) {
+            Entry::Absent
+        } else {
+            match self.parent(path)? {
+                Parent::File(depth) => return Err(StoreError::parent_not_directory(path, depth)),
+                Parent::Missing => Entry::Absent,
+                Parent::Dir(dir) => self.entry(&dir, name, Op::Stat, path)?,
+            }
+        };
+        match (existing, mode) {
+            (Entry::Reparse { .. }, _) => return Err(StoreError::Symlink { path: path.clone() }),
+            (Entry::Absent, WriteMode::Update(_)) => {
+                return Err(StoreError::NotFound { path: path.clone() });
+            }
+            (Entry::Absent, _) => Self::check_names(path)?,
+            (_, WriteMode::Create) => return Err(StoreError::AlreadyExists { path: path.clone() }),
+            (Entry::Dir, _) => return Err(StoreError::IsADirectory { path: path.clone() }),
+            (Entry::File(_), WriteMode::Overwrite) => {}
+            (Entry::File(_), WriteMode::Update(expected)) => {
+                let current = self.read(path, u64::MAX)?;
+                if current.version != expected {
+                    return Err(StoreError::Conflict { path: path.clone() });
+                }
+            }
+        }
+        let (dir, made) = self.make_parent(path)?;
+        if let Err(e) = self.install(path, &dir, name, data, mode == WriteMode::Create) {
+            made.remove();
+            return Err(e);
+        }
+        Ok(content_version(data))
+    }
+
+    /// Runs `change` once, under the store's write lock.
+    fn update(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        let _lock = self.lock(path)?;
+        let (dir, current) = self.read_in_dir(path, limit)?;
+        let Ok(new) = change(&current.data) else {
+            return Ok(Updated::Aborted);
+        };
+        let name = path.name().unwrap_or_default();
+        self.install(path, &dir, name, &new, false)?;
+        Ok(Updated::Written(new))
+    }
+
+    fn list(&self, dir_path: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+        let not_found = || StoreError::NotFound {
+            path: dir_path.clone(),
+        };
+        let dir = match dir_path.name() {
+            None => Dir::root(&self.host_root),
+            Some(_) if Self::unreachable(dir_path) => return Err(not_found()),
+            Some(name) => {
+                let mut parent = match self.parent(dir_path)? {
+                    Parent::Dir(dir) => dir,
+                    _ => return Err(not_found()),
+                };
+                match host::pin_dir(&parent, name).map_err(|e| io_error(Op::List, dir_path, e))? {
+                    Pinned::Dir(pin) => parent.push(name, pin),
+                    Pinned::Missing => return Err(not_found()),
+                    Pinned::NotDir => {
+                        return Err(StoreError::NotADirectory {
+                            path: dir_path.clone(),
+                        });
+                    }
+                    Pinned::Reparse => {
+                        return Err(StoreError::Symlink {
+                            path: dir_path.clone(),
+                        });
+                    }
+                }
+                parent
+            }
+        };
+        let mut entries = Vec::new();
+        host::for_each_entry(&dir.path, |name, meta| {
+            let Some(name) = name.to_str() else {
+                return Ok(()); // not Unicode: no memory path can name it
+            };
+            if crate::path::is_reserved(name) || host::is_reparse(meta) {
+                return Ok(()); // links and junctions: never listed
+            }
+            let (kind, len, modified) = if meta.is_dir() {
+                (EntryKind::Directory, 0, None)
+            } else if meta.is_file() {
+                (EntryKind::File, meta.len(), meta.modified().ok())
+            } else {
+                return Ok(());
+            };
+            entries.push(DirEntry {
+                name: name.to_owned(),
+                kind,
+                len,
+                modified,
+            });
+            Ok(())
+        })
+        .map_err(|e| io_error(Op::List, dir_path, e))?;
+        Ok(entries)
+    }
+
+    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+        let Some(name) = path.name() else {
+            return Err(StoreError::delete_root(path));
+        };
+        let _lock = self.lock(path)?;
+        let not_found = || StoreError::NotFound { path: path.clone() };
+        if Self::unreachable(path) {
+            return Err(not_found());
+        }
+        let dir = match self.parent(path)? {
+            Parent::Dir(dir) => dir,
+            _ => return Err(not_found()),
+        };
+        let target = dir.join(name);
+        let result = match self.entry(&dir, name, Op::Delete, path)? {
+            Entry::Absent => return Err(not_found()),
+            Entry::Dir => host::remove_tree(&target),
+            // The link or junction itself, never its target.
+            Entry::Reparse { dir: true } => host::remove_dir(&target),
+            Entry::Reparse { dir: false } | Entry::File(_) => host::remove_file(&target),
+        };
+        result.map_err(|e| io_error(Op::Delete, path, e))
+    }
+
+    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        let Some(name) = path.name() else {
+            return Ok(false);
+        };
+        let _lock = self.lock(path)?;
+        if Self::unreachable(path) {
+            return Ok(false);
+        }
+        let dir = match self.parent(path)? {
+            Parent::Dir(dir) => dir,
+            _ => return Ok(false),
+        };
+        if !matches!(self.entry(&dir, name, Op::Delete, path)?, Entry::Dir) {
+            return Ok(false);
+        }
+        // `RemoveDirectoryW` refuses a directory that is not empty.
+        match host::remove_dir(&dir.join(name)) {
+            Ok(()) => Ok(true),
+            Err(e) if host::is_not_empty(&e) || host::is_not_found(&e) => Ok(false),
+            Err(e) => Err(io_error(Op::Delete, path, e)),
+        }
+    }
+
+    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        StoreError::check_rename(from, to)?;
+        let from_name = from.name().unwrap_or_default();
+        let _lock = self.lock(from)?;
+        if Self::unreachable(from) {
+            return Err(StoreError::NotFound { path: from.clone() });
+        }
+        let from_dir = match self.parent(from)? {
+            Parent::Dir(dir) => dir,
+            _ => return Err(StoreError::NotFound { path: from.clone() }),
+        };
+        let from_entry = self.entry(&from_dir, from_name, Op::Stat, from)?;
+        let below = match from_entry {
+            Entry::Absent => return Err(StoreError::NotFound { path: from.clone() }),
+            Entry::Dir => {
+                // Pinned while measured, so the walk cannot be led away.
+                let mut top = Dir::root(&from_dir.path);
+                match host::pin_dir(&from_dir, from_name)
+                    .map_err(|e| io_error(Op::Stat, from, e))?
+                {
+                    Pinned::Dir(pin) => top.push(from_name, pin),
+                    _ => return Err(StoreError::NotFound { path: from.clone() }),
+                }
+                deepest_below(&top.path).map_err(|e| io_error(Op::Stat, from, e))?
+            }
+            _ => 0,
+        };
+        let Some(to_name) = to.name() else {
+            return Err(StoreError::AlreadyExists { path: to.clone() });
+        };
+        if !Self::unreachable(to) {
+            match self.parent(to)? {
+                Parent::File(depth) => return Err(StoreError::parent_not_directory(to, depth)),
+                Parent::Dir(dir) => {
+                    if !matches!(self.entry(&dir, to_name, Op::Stat, to)?, Entry::Absent) {
+                        return Err(StoreError::AlreadyExists { path: to.clone() });
+                    }
+                }
+                Parent::Missing => {}
+            }
+        }
+        Self::check_names(to)?;
+        StoreError::check_depth(from, to, below)?;
+        let (to_dir, made) = self.make_parent(to)?;
+        let source = from_dir.join(from_name);
+        let target = to_dir.join(to_name);
+        let moved = match from_entry {
+            // A regular file: a new name that never replaces, then the old
+            // name goes.
+            Entry::File(_) => match host::hard_link(&source, &target) {
+                Ok(()) => host::remove_file(&source).map_err(|e| io_error(Op::Rename, from, e)),
+                Err(e) if host::is_exists(&e) => {
+                    Err(StoreError::AlreadyExists { path: to.clone() })
+                }
+                Err(e) => Err(io_error(Op::Rename, to, e)),
+            },
+            // A directory or a link: Windows has no rename that refuses an
+            // existing target, so this relies on the check above, made
+            // under the store lock (a directory is never replaced; a file
+            // created meanwhile by a writer ignoring the lock could be).
+            _ => match host::rename(&source, &target) {
+                Ok(()) => Ok(()),
+                Err(e) if host::is_exists(&e) => {
+                    Err(StoreError::AlreadyExists { path: to.clone() })
+                }
+                Err(e) => Err(io_error(Op::Rename, to, e)),
+            },
+        };
+        if let Err(e) = moved {
+            made.remove();
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FilesystemStore;
+    use crate::path::MemoryPath;
+    use crate::store::{MemoryStore, StoreError, WriteMode};
+
+    fn store() -> (tempfile::TempDir, FilesystemStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FilesystemStore::open(dir.path().join("root")).unwrap();
+        (dir, store)
+    }
+
+    fn path(p: &str) -> MemoryPath {
+        MemoryPath::parse(p).unwrap()
+    }
+
+    #[test]
+    fn unsupported_names_are_refused_with_a_reason() {
+        let (_dir, store) = store();
+        for p in [
+            "/memories/CON",
+            "/memories/a./b.md",
+            "/memories/x:y.md",
+            "/memories/nul.txt",
+        ] {
+            match store.write(&path(p), b"x", WriteMode::Create) {
+                Err(StoreError::UnsupportedName { .. }) => {}
+                other => panic!("{p}: {other:?}"),
+            }
+            assert!(store.stat(&path(p)).unwrap().is_none());
+        }
+        assert!(store.list(&MemoryPath::root()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn names_differing_in_case_are_one_entry() {
+        let (_dir, store) = store();
+        store
+            .write(&path("/memories/a.md"), b"x", WriteMode::Create)
+            .unwrap();
+        match store.write(&path("/memories/A.md"), b"y", WriteMode::Create) {
+            Err(StoreError::AlreadyExists { .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(store.read(&path("/memories/a.md"), 10).unwrap().data, b"x");
+    }
+}
