@@ -29,6 +29,10 @@ echo "== Windows tests under Wine (library, conformance, tests/windows.rs)"
 export WINEDEBUG=-all WINEPREFIX="${WINEPREFIX:-$PWD/target/wineprefix}"
 built=$(cargo test --target x86_64-pc-windows-gnu --no-run --lib --test conformance --test windows \
   --message-format=json 2>/dev/null | sed -n 's/.*"executable":"\([^"]*\.exe\)".*/\1/p')
+if [ -z "$built" ]; then
+  echo "no Windows test executables were built" >&2
+  exit 1
+fi
 /usr/lib/wine/wine64 cmd /c exit 0 >/dev/null 2>&1 || true # creates the prefix
 # Wine 8 lacks bcryptprimitives.dll (ProcessPrng), which Rust's std imports.
 x86_64-w64-mingw32-gcc -shared -O2 -o "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" \
