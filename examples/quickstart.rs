@@ -10,7 +10,18 @@
 use claude_memory::{FilesystemStore, MemoryTool};
 use serde_json::{Value, json};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // The error's text, not its Debug form (`Os { code: 17, … }`).
+            eprintln!("quickstart: {e}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let temp;
     let root = match std::env::args_os().nth(1) {
         Some(dir) => std::path::PathBuf::from(dir),

@@ -19,9 +19,20 @@ use claude_memory::{FilesystemStore, InMemoryStore, MemoryTool};
 const USAGE: &str = "usage: stdio --root DIR | stdio --in-memory";
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `--root=DIR` is `--root DIR`, as in the CLI.
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .flat_map(|a| match a.strip_prefix("--root=") {
+            Some(dir) => vec!["--root".to_owned(), dir.to_owned()],
+            None => vec![a],
+        })
+        .collect();
     let store: Box<dyn MemoryStore> = match args.iter().map(String::as_str).collect::<Vec<_>>()[..]
     {
+        ["--help" | "-h"] => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
         ["--in-memory"] => Box::new(InMemoryStore::new()),
         ["--root", dir] => match FilesystemStore::open(dir) {
             Ok(store) => Box::new(store),

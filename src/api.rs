@@ -80,7 +80,11 @@ pub struct ToolUseBlock {
     pub input: Value,
     /// Fields this crate does not model, kept for an exact round trip
     /// (never `type`, which the tag writes once).
-    #[serde(flatten, with = "untagged_extra")]
+    #[serde(
+        flatten,
+        serialize_with = "untagged_extra::serialize",
+        deserialize_with = "untagged_extra::tool_use"
+    )]
     pub extra: Map<String, Value>,
 }
 
@@ -98,7 +102,11 @@ pub struct ToolResultBlock {
     pub is_error: Option<bool>,
     /// Fields this crate does not model (`cache_control`, …; never
     /// `type`, which the tag writes once).
-    #[serde(flatten, with = "untagged_extra")]
+    #[serde(
+        flatten,
+        serialize_with = "untagged_extra::serialize",
+        deserialize_with = "untagged_extra::tool_result"
+    )]
     pub extra: Map<String, Value>,
 }
 
@@ -135,10 +143,13 @@ pub enum ContentBlock {
 }
 
 /// The `extra` map of a tagged block without the tag: serde hands a
-/// flattened map every unknown key *including* the `type` tag, which would
-/// then be written twice (`{"type":…,…,"type":…}`, which serde_json itself
-/// refuses to read back).
+/// flattened map every unknown key *including* the `type` tag (which it
+/// does not check for a struct), so the tag would be written twice
+/// (`{"type":…,…,"type":…}`, which serde_json itself refuses to read back)
+/// and a block of another type would be taken for this one. Here the tag
+/// is checked and taken out.
 mod untagged_extra {
+    use serde::de::Error;
     use serde::{Deserialize, Deserializer, Serializer};
     use serde_json::{Map, Value};
 
@@ -149,11 +160,29 @@ mod untagged_extra {
         serializer.collect_map(extra.iter().filter(|(key, _)| *key != "type"))
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+    pub(super) fn tool_use<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<Map<String, Value>, D::Error> {
+        tagged(deserializer, "tool_use")
+    }
+
+    pub(super) fn tool_result<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Map<String, Value>, D::Error> {
+        tagged(deserializer, "tool_result")
+    }
+
+    fn tagged<'de, D: Deserializer<'de>>(
+        deserializer: D,
+        tag: &str,
+    ) -> Result<Map<String, Value>, D::Error> {
         let mut extra = Map::deserialize(deserializer)?;
-        extra.remove("type");
-        Ok(extra)
+        match extra.remove("type") {
+            Some(Value::String(t)) if t == tag => Ok(extra),
+            Some(other) => Err(D::Error::custom(format_args!(
+                "expected a block of type `{tag}`, found type {other}"
+            ))),
+            None => Err(D::Error::missing_field("type")),
+        }
     }
 }

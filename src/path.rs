@@ -23,48 +23,45 @@ pub const MAX_COMPONENT_BYTES: usize = 255;
 pub const RESERVED_PREFIX: &str = ".claude-memory";
 
 /// Why a path string was rejected. The `Display` text is the short reason
-/// shown to the model after `is not a valid memory path: `.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// shown to the model after `is not a valid memory path: ` (written in
+/// `render.rs`, with every other model-facing string).
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PathError {
     /// The path string was empty.
-    #[error("it is empty")]
     Empty,
     /// Longer than [`MAX_PATH_BYTES`].
-    #[error("it is longer than 1024 bytes")]
     TooLong,
     /// A component longer than [`MAX_COMPONENT_BYTES`].
-    #[error("a component is longer than 255 bytes")]
     ComponentTooLong,
     /// A control character (`char::is_control`).
-    #[error("control characters are not allowed")]
     ControlCharacter,
     /// A backslash anywhere.
-    #[error("'\\' is not allowed")]
     Backslash,
     /// Not `/memories` or `/memories/…`.
-    #[error("it must start with /memories")]
     OutsideRoot,
     /// A `..` component.
-    #[error("'..' is not allowed")]
     ParentComponent,
     /// A component starting with [`RESERVED_PREFIX`].
-    #[error("names starting with .claude-memory are reserved")]
     Reserved,
     /// A Unicode format character (general category Cf, such as U+200B or
     /// U+202E) or the separators U+2028 and U+2029.
-    #[error("invisible or format characters are not allowed")]
     FormatCharacter,
     /// Not in Unicode Normalization Form C.
-    #[error("it must be in Unicode Normalization Form C")]
     NotNfc,
     /// The percent-decoded form breaks one of the rules above.
-    #[error("{0} once percent-decoded")]
     Encoded(Box<PathError>),
     /// The percent-decoded form holds a `/` the raw path did not.
-    #[error("an encoded '/' is not allowed")]
     EncodedSlash,
 }
+
+impl std::fmt::Display for PathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::render::path_reason(self))
+    }
+}
+
+impl std::error::Error for PathError {}
 
 /// A path the model may use: `/memories` or below it, normalised, checked.
 ///

@@ -36,7 +36,29 @@ pub(crate) fn wrong_type(field: &str, expected: &str) -> String {
 // ---- paths (§2) -----------------------------------------------------------
 
 pub(crate) fn invalid_path(path: &str, error: &PathError) -> String {
-    format!("Error: The path {path} is not a valid memory path: {error}")
+    format!(
+        "Error: The path {path} is not a valid memory path: {}",
+        path_reason(error)
+    )
+}
+
+/// The short reason a path was refused (SPEC §2); also `PathError`'s
+/// `Display`.
+pub(crate) fn path_reason(error: &PathError) -> String {
+    match error {
+        PathError::Empty => "it is empty".to_owned(),
+        PathError::TooLong => "it is longer than 1024 bytes".to_owned(),
+        PathError::ComponentTooLong => "a component is longer than 255 bytes".to_owned(),
+        PathError::ControlCharacter => "control characters are not allowed".to_owned(),
+        PathError::Backslash => "'\\' is not allowed".to_owned(),
+        PathError::OutsideRoot => "it must start with /memories".to_owned(),
+        PathError::ParentComponent => "'..' is not allowed".to_owned(),
+        PathError::Reserved => "names starting with .claude-memory are reserved".to_owned(),
+        PathError::FormatCharacter => "invisible or format characters are not allowed".to_owned(),
+        PathError::NotNfc => "it must be in Unicode Normalization Form C".to_owned(),
+        PathError::Encoded(inner) => format!("{} once percent-decoded", path_reason(inner)),
+        PathError::EncodedSlash => "an encoded '/' is not allowed".to_owned(),
+    }
 }
 
 pub(crate) fn symlink(path: &str) -> String {

@@ -252,7 +252,7 @@ fn serve_view_stats_export_import() {
     assert_exit(&o, 1);
     assert_eq!(
         stderr(&o),
-        "claude-memory: backup.json: nothing was imported: 2 problems found\n  /memories/a.md already exists (import with overwrite to replace it)\n  /memories/old/b.md already exists (import with overwrite to replace it)\n"
+        "claude-memory: backup.json: nothing was imported: 2 problems found\n  /memories/a.md already exists (allow overwriting to replace it: --overwrite on the command line, ImportOptions::overwrite(true) in code)\n  /memories/old/b.md already exists (allow overwriting to replace it: --overwrite on the command line, ImportOptions::overwrite(true) in code)\n"
     );
     let o = run_in(
         dir.path(),
@@ -705,4 +705,68 @@ fn read_only_filesystem_stores_refuse_writes_and_create_nothing() {
     refused(store.rename(&a, &MemoryPath::parse("/memories/b").expect("path")));
     drop(store);
     assert_eq!(tree_state(&root), before);
+}
+
+/// A store named like a URL must be one the tool knows: a typo never
+/// becomes a directory that `import` creates and fills.
+#[test]
+fn a_mistyped_store_url_is_a_usage_error_and_creates_nothing() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let backup = dir.path().join("b.json");
+    std::fs::write(
+        &backup,
+        r#"{"format":"claude-memory-export","version":2,"files":[{"path":"/memories/a.md","text":"a"}]}"#,
+    )
+    .expect("write backup");
+    let backup = backup.to_str().expect("utf8");
+    for store in [
+        "postgress://postgres@127.0.0.1:1/x",
+        "postgres:/127.0.0.1:1/x",
+        "sqlit:m.db",
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_claude-memory"))
+            .current_dir(dir.path())
+            .args(["--store", store, "import", backup])
+            .output()
+            .expect("run");
+        assert_eq!(o.status.code(), Some(2), "{store}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with("claude-memory: "), "{}", stderr(&o));
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(left, ["b.json"], "nothing but the backup");
+}
+
+#[test]
+fn a_refused_import_creates_no_store_and_export_dash_is_stdout() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let backup = dir.path().join("newer.json");
+    std::fs::write(
+        &backup,
+        r#"{"format":"claude-memory-export","version":99,"files":[]}"#,
+    )
+    .expect("write backup");
+    let root = dir.path().join("m");
+    let root_s = root.to_str().expect("utf8");
+    let o = cli(&["--root", root_s, "import", backup.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("from a newer claude-memory"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!root.exists(), "a refused import must not create the store");
+
+    let o = cli(&["--root", root_s, "serve"]);
+    assert!(o.status.success());
+    let o = cli(&["--root", root_s, "export", "--output", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(r#""format": "claude-memory-export""#),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!dir.path().join("-").exists() && !root.join("-").exists());
 }

@@ -12,11 +12,21 @@ use std::process::Command;
 fn readme_snippets_and_the_api_loop_example_pass() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // Its own target directory: the outer `cargo test` holds the lock of
-    // this one while tests run.
-    let target = root.join("target").join("integration");
+    // A directory of its own inside the outer build's target directory
+    // (wherever the user put it: this binary is `<target>/debug/deps/…`),
+    // since the outer `cargo test` holds the lock of its own while tests
+    // run.
+    let exe = std::env::current_exe().expect("test binary path");
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .map_or_else(|| root.join("target"), Path::to_path_buf)
+        .join("integration");
+    // --locked: its Cargo.lock must already match (a stale one fails here
+    // instead of being rewritten in the user's checkout).
     let output = Command::new(cargo)
         .arg("test")
+        .arg("--locked")
         .arg("--manifest-path")
         .arg(root.join("integration").join("Cargo.toml"))
         .env("CARGO_TARGET_DIR", &target)

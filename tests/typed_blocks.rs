@@ -107,6 +107,21 @@ fn a_type_key_put_in_extra_by_hand_is_written_once() {
 }
 
 #[test]
+fn a_block_of_another_type_is_refused() {
+    let e = serde_json::from_str::<ToolUseBlock>(
+        r#"{"type":"tool_result","id":"t","name":"memory","input":{}}"#,
+    )
+    .expect_err("a tool_result is not a tool_use");
+    assert!(
+        e.to_string()
+            .contains("expected a block of type `tool_use`"),
+        "{e}"
+    );
+    let e = serde_json::from_str::<ToolResultBlock>(r#"{"tool_use_id":"t"}"#).expect_err("no type");
+    assert!(e.to_string().contains("missing field `type`"), "{e}");
+}
+
+#[test]
 fn answered_blocks_have_no_duplicate_keys() {
     let tool = MemoryTool::new(InMemoryStore::new());
     let block: ToolUseBlock = serde_json::from_value(json!({

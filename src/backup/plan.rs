@@ -152,7 +152,7 @@ impl fmt::Display for Problem {
             Problem::Exists { path } => {
                 write!(
                     f,
-                    "{path} already exists (import with overwrite to replace it)"
+                    "{path} already exists (allow overwriting to replace it: --overwrite on the command line, ImportOptions::overwrite(true) in code)"
                 )
             }
             Problem::KindClash {

@@ -80,7 +80,7 @@ pub enum Command {
     /// "text" | "base64" | "directory": true, "modified"}]}. With --output,
     /// the file is written atomically, mode 0600. Only reads the store.
     Export {
-        /// Write to FILE instead of stdout
+        /// Write to FILE instead of stdout ("-" is stdout)
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
     },

@@ -18,7 +18,7 @@ pub fn export(tool: &crate::Tool, output: Option<&Path>) -> Outcome {
             "empty directories"
         )
     );
-    match output {
+    match output.filter(|file| file.as_os_str() != "-") {
         None => {
             let mut stdout = io::stdout().lock();
             stdout
@@ -48,6 +48,17 @@ pub fn read(file: &Path) -> Result<Backup, Failure> {
     };
     read.map_err(|e| failed(format!("cannot read {shown}: {e}")))?;
     Backup::from_json(&text).map_err(|e| Failure::Failed(format!("{shown}: {e}")))
+}
+
+/// Checks `backup` against an empty store with the same limits, before a
+/// missing store is created: a backup that could not go in anywhere
+/// (malformed, over a limit) must not leave a new, empty store behind.
+pub fn precheck(backup: &Backup, config: &claude_memory::Config, file: &Path) -> Outcome {
+    let options = ImportOptions::new().limits_of(config);
+    backup
+        .restore(&claude_memory::InMemoryStore::new(), &options)
+        .map(|_| ())
+        .map_err(|e| Failure::Failed(format!("{}: {e}", file.display())))
 }
 
 pub fn import(tool: &crate::Tool, file: &Path, backup: &Backup, overwrite: bool) -> Outcome {

@@ -79,8 +79,10 @@ fn run(cli: Cli) -> Outcome {
         Command::View { path, range } => view::view(&open(Access::Read)?, &path, range),
         Command::Export { output } => backup::export(&open(Access::Read)?, output.as_deref()),
         Command::Import { file, overwrite } => {
-            // Read first: a mistyped backup file creates no store.
+            // Read and check first: a mistyped or unusable backup file
+            // creates no store.
             let b = backup::read(&file)?;
+            backup::precheck(&b, &config, &file)?;
             backup::import(&open(Access::Create)?, &file, &b, overwrite)
         }
         Command::Prune {

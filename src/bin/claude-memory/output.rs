@@ -46,6 +46,24 @@ pub fn failed(e: impl fmt::Display) -> Failure {
     Failure::Failed(e.to_string())
 }
 
+/// An error and its causes, `outer: cause: cause`, so an operator sees
+/// why (a refused role, a refused connection, a missing TLS) and not only
+/// that it failed. A cause whose text is already shown is not repeated.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
+}
+
 /// What a command returns.
 pub type Outcome = Result<(), Failure>;
 

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use claude_memory::{FilesystemStore, MemoryStore};
 
 use crate::output::Failure;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+use crate::output::with_causes;
 
 /// A store named on the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,17 +23,29 @@ pub enum StoreSpec {
 
 impl StoreSpec {
     /// Parses `--store`'s value.
+    ///
+    /// Anything that starts like a URL (`word:`) must be a store kind this
+    /// tool knows, spelled right: `postgress://…` or `postgres:/…` is a
+    /// usage error, never a directory of that name that `import` would
+    /// create and fill while the operator believes the data went to the
+    /// database. (A directory whose name has a colon: `./name:…`.)
     pub fn parse(text: &str) -> Result<StoreSpec, Failure> {
-        if let Some(path) = text.strip_prefix("sqlite:") {
-            if path.is_empty() {
-                return Err(Failure::Usage(
+        if let Some((scheme, rest)) = url_scheme(text) {
+            return match scheme.to_ascii_lowercase().as_str() {
+                "sqlite" if rest.is_empty() => Err(Failure::Usage(
                     "sqlite: needs a path, as in sqlite:memory.db".into(),
-                ));
-            }
-            return Ok(StoreSpec::Sqlite(PathBuf::from(path)));
-        }
-        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-            return Ok(StoreSpec::Postgres(text.to_owned()));
+                )),
+                "sqlite" => Ok(StoreSpec::Sqlite(PathBuf::from(rest))),
+                "postgres" | "postgresql" if rest.starts_with("//") => {
+                    Ok(StoreSpec::Postgres(text.to_owned()))
+                }
+                "postgres" | "postgresql" => Err(Failure::Usage(format!(
+                    "`{text}` is not a PostgreSQL URL: write {scheme}://USER@HOST/DATABASE"
+                ))),
+                _ => Err(Failure::Usage(format!(
+                    "unknown kind of store `{scheme}:` in `{text}`: give a directory, sqlite:PATH or a postgres:// URL (for a directory whose name has a colon, write ./{text})"
+                ))),
+            };
         }
         if text.is_empty() {
             return Err(Failure::Usage(
@@ -63,6 +77,19 @@ impl StoreSpec {
             "no store given: use --store STORE (or --root DIR, CLAUDE_MEMORY_STORE, CLAUDE_MEMORY_DIR)".into(),
         ))
     }
+}
+
+/// `(scheme, rest)` if `text` starts like a URL: two or more characters
+/// (so a Windows drive `C:` is a path), a letter first, then letters,
+/// digits, `+`, `-` or `.`, then `:`.
+fn url_scheme(text: &str) -> Option<(&str, &str)> {
+    let (scheme, rest) = text.split_once(':')?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    let ok = scheme.len() >= 2
+        && first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    ok.then_some((scheme, rest))
 }
 
 /// What a command will do to the store.
@@ -107,13 +134,22 @@ pub fn open(spec: &StoreSpec, access: Access) -> Result<Box<dyn MemoryStore>, Fa
 #[cfg(feature = "sqlite")]
 fn open_sqlite(path: &std::path::Path, access: Access) -> Result<Box<dyn MemoryStore>, Failure> {
     let shown = path.display();
+    if path.is_dir() {
+        return Err(Failure::Failed(format!(
+            "cannot open the SQLite store {shown}: it is a directory (for a directory store, drop the sqlite: prefix)"
+        )));
+    }
     if access != Access::Create && !path.is_file() {
         return Err(Failure::Failed(format!(
             "no SQLite store at {shown}: the file does not exist (mistyped? `serve` or `import` create one)"
         )));
     }
-    let store = claude_memory::SqliteStore::open(path)
-        .map_err(|e| Failure::Failed(format!("cannot open the SQLite store {shown}: {e}")))?;
+    let store = claude_memory::SqliteStore::open(path).map_err(|e| {
+        Failure::Failed(format!(
+            "cannot open the SQLite store {shown}: {}",
+            with_causes(&e)
+        ))
+    })?;
     Ok(Box::new(store))
 }
 
@@ -126,8 +162,12 @@ fn open_sqlite(_: &std::path::Path, _: Access) -> Result<Box<dyn MemoryStore>, F
 
 #[cfg(feature = "postgres")]
 fn open_postgres(url: &str) -> Result<Box<dyn MemoryStore>, Failure> {
-    let store = claude_memory::PostgresStore::connect(url, 2)
-        .map_err(|e| Failure::Failed(format!("cannot connect to the PostgreSQL store: {e}")))?;
+    let store = claude_memory::PostgresStore::connect(url, 2).map_err(|e| {
+        Failure::Failed(format!(
+            "cannot connect to the PostgreSQL store: {}",
+            with_causes(&e)
+        ))
+    })?;
     Ok(Box::new(store))
 }
 

@@ -136,6 +136,14 @@ impl FilesystemStoreBuilder {
     /// opens it, and, unless read-only, removes temporary files left by a
     /// crashed writer.
     pub fn open(self) -> io::Result<FilesystemStore> {
+        // A regular file where the root should be: say so, rather than the
+        // "File exists" that creating the directory would report.
+        if std::fs::metadata(&self.root).is_ok_and(|m| !m.is_dir()) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", self.root.display()),
+            ));
+        }
         if self.create && !self.read_only {
             let mut builder = std::fs::DirBuilder::new();
             std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
