@@ -10,7 +10,7 @@
 use std::time::{Duration, SystemTime};
 
 use crate::path::MemoryPath;
-use crate::store::{Flow, MemoryStore, Order, Step, StoreError, StoreResult, walk};
+use crate::store::{Flow, MemoryStore, Metadata, Order, Step, StoreError, StoreResult, walk};
 
 /// What [`expire`] removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -48,8 +48,16 @@ pub fn expire<S: MemoryStore + ?Sized>(
                 let Some(child) = dir.join(&entry.name) else {
                     return Ok(Flow::Continue); // not a memory path: not ours to remove
                 };
-                match store.delete(&child) {
-                    Ok(()) | Err(StoreError::NotFound { .. }) => {
+                // Decided on the listing; deleted only if, at that instant,
+                // it is still a file last written before the cutoff: one
+                // another agent has rewritten meanwhile is kept.
+                let mut still_old = |m: &Metadata| m.modified.is_some_and(|t| t < cutoff);
+                match store.delete_file_if(&child, &mut still_old) {
+                    Ok(true) => report.removed_files.push((child, entry.len)),
+                    // Rewritten meanwhile: kept.
+                    Ok(false) if store.stat(&child)?.is_some() => report.kept_files += 1,
+                    // Removed by someone else meanwhile: gone all the same.
+                    Ok(false) | Err(StoreError::NotFound { .. }) => {
                         report.removed_files.push((child, entry.len));
                     }
                     Err(e) => return Err(e),

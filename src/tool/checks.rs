@@ -1,5 +1,7 @@
 //! The checks every write passes before it reaches the store: the content
-//! policy and the file and store size limits.
+//! policy and the file size limit. (The store size limit is checked by the
+//! store, atomically with the write: `MemoryStore::write_within` and
+//! `update_within`.)
 
 use std::borrow::Cow;
 
@@ -31,23 +33,6 @@ impl<S: MemoryStore> MemoryTool<S> {
         let limit = self.config.max_file_size;
         if size > limit {
             return Err(render::file_too_large(raw, size, limit));
-        }
-        Ok(())
-    }
-
-    /// Refuses a write that replaces `old` bytes with `new` if the store
-    /// would then exceed its limit.
-    pub(super) fn check_store_size(&self, raw: &str, old: u64, new: u64) -> Result<(), String> {
-        let Some(limit) = self.config.max_store_size else {
-            return Ok(());
-        };
-        let total = self
-            .store
-            .total_size()
-            .map_err(|e| render::storage_failure(&e, raw))?;
-        let after = total.saturating_sub(old) + new;
-        if after > limit {
-            return Err(render::store_too_large(after, limit));
         }
         Ok(())
     }
