@@ -29,6 +29,19 @@ impl<S: MemoryStore> MemoryTool<S> {
         }
     }
 
+    /// The content policy's verdict on a name a write creates: `Err` with
+    /// `refusal(reason)`, the model-facing text, if it refuses it.
+    pub(super) fn check_name(
+        &self,
+        path: &MemoryPath,
+        refusal: impl FnOnce(&str) -> String,
+    ) -> Result<(), String> {
+        match self.policy.as_ref().and_then(|p| p.check_path(path)) {
+            Some(reason) => Err(refusal(&reason)),
+            None => Ok(()),
+        }
+    }
+
     pub(super) fn check_file_size(&self, raw: &str, size: u64) -> Result<(), String> {
         let limit = self.config.max_file_size;
         if size > limit {

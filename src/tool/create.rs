@@ -17,6 +17,7 @@ impl<S: MemoryStore> MemoryTool<S> {
         if path.has_trailing_slash() {
             return Err(render::ends_in_slash(raw));
         }
+        self.check_name(&path, |reason| render::policy_refused(raw, reason))?;
         let file_text = self.apply_policy(&path, file_text.into())?;
         let file_text = file_text.as_ref();
         let size = file_text.len() as u64;
