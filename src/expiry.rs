@@ -33,6 +33,13 @@ impl ExpiryReport {
 /// Removes every file last written before `now - older_than`, then the
 /// directories that leaves empty (never the root). Files whose backend
 /// reports no modification time are kept. Works on any [`MemoryStore`].
+///
+/// A file is removed with [`MemoryStore::delete_file_if`], only if it is
+/// still the file the walk listed (same size and modification time): one
+/// rewritten between the walk and the delete is kept (and counted in
+/// [`kept_files`](ExpiryReport::kept_files)). That check is atomic with the
+/// delete on the in-memory and filesystem stores (and tenants over them);
+/// the SQL stores use the trait's default, which checks, then deletes.
 pub fn expire<S: MemoryStore + ?Sized>(
     store: &S,
     older_than: Duration,
@@ -49,9 +56,11 @@ pub fn expire<S: MemoryStore + ?Sized>(
                     return Ok(Flow::Continue); // not a memory path: not ours to remove
                 };
                 // Decided on the listing; deleted only if, at that instant,
-                // it is still a file last written before the cutoff: one
+                // it is still the file that was decided on (same size and
+                // modification time, so still before the cutoff): one
                 // another agent has rewritten meanwhile is kept.
-                let mut still_old = |m: &Metadata| m.modified.is_some_and(|t| t < cutoff);
+                let (len, modified) = (entry.len, entry.modified);
+                let mut still_old = |m: &Metadata| m.len == len && m.modified == modified;
                 match store.delete_file_if(&child, &mut still_old) {
                     Ok(true) => report.removed_files.push((child, entry.len)),
                     // Rewritten meanwhile: kept.

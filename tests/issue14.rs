@@ -12,7 +12,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use claude_memory::store::MemoryStore;
+use claude_memory::store::{
+    DirEntry, FileContent, MemoryStore, Metadata, Op, StoreError, StoreResult, Version, WriteMode,
+};
 use claude_memory::{
     Config, FilesystemStore, InMemoryStore, MemoryPath, MemoryTool, TenantId, TenantStore,
 };
@@ -465,4 +467,174 @@ fn repro8_look_alike_and_invisible_names_are_refused() {
     );
     assert!(TenantId::parse("Alice").is_err());
     assert!(TenantId::parse("alice").is_ok());
+}
+
+/// A store in front of another, with hooks for the tests below: a file
+/// rewritten (as by another agent) just before `delete_file_if` runs, and
+/// one directory whose `list` fails.
+struct Hooked<S> {
+    inner: S,
+    rewrite_before_delete: Option<(MemoryPath, &'static [u8])>,
+    unlistable: Option<MemoryPath>,
+}
+
+impl<S: MemoryStore> Hooked<S> {
+    fn new(inner: S) -> Self {
+        Hooked {
+            inner,
+            rewrite_before_delete: None,
+            unlistable: None,
+        }
+    }
+}
+
+impl<S: MemoryStore> MemoryStore for Hooked<S> {
+    fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+        self.inner.stat(path)
+    }
+    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+        self.inner.read(path, limit)
+    }
+    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        self.inner.write(path, data, mode)
+    }
+    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+        if self.unlistable.as_ref() == Some(dir) {
+            let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+            return Err(StoreError::io(Op::List, dir, denied));
+        }
+        self.inner.list(dir)
+    }
+    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+        self.inner.delete(path)
+    }
+    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        self.inner.remove_empty_dir(path)
+    }
+    /// Between expiry's decision (made on the walk's listing) and its
+    /// delete, another agent rewrites the file.
+    fn delete_file_if(
+        &self,
+        path: &MemoryPath,
+        still: &mut dyn FnMut(&Metadata) -> bool,
+    ) -> StoreResult<bool> {
+        if let Some((target, data)) = &self.rewrite_before_delete
+            && target == path
+        {
+            self.inner.write(path, data, WriteMode::Overwrite)?;
+        }
+        self.inner.delete_file_if(path, still)
+    }
+}
+
+/// Every backend of this crate as a boxed store: in-memory, filesystem
+/// and a tenant over each (the directories live as long as the stores).
+fn every_store() -> (
+    Vec<tempfile::TempDir>,
+    Vec<(&'static str, Box<dyn MemoryStore>)>,
+) {
+    let dirs = vec![
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    ];
+    let fs = |i: usize| FilesystemStore::open(dirs[i].path()).expect("open");
+    let id = || TenantId::parse("t").expect("id");
+    let stores: Vec<(&'static str, Box<dyn MemoryStore>)> = vec![
+        ("in-memory", Box::new(InMemoryStore::new())),
+        ("filesystem", Box::new(fs(0))),
+        (
+            "tenant over in-memory",
+            Box::new(TenantStore::new(InMemoryStore::new(), id())),
+        ),
+        (
+            "tenant over filesystem",
+            Box::new(TenantStore::new(fs(1), id())),
+        ),
+    ];
+    (dirs, stores)
+}
+
+#[test]
+fn expiry_keeps_a_file_rewritten_between_its_decision_and_its_delete() {
+    let (_dirs, stores) = every_store();
+    for (name, store) in stores {
+        let p = |s: &str| MemoryPath::parse(s).expect("path");
+        store
+            .write(&p("/memories/notes/old.md"), b"old", WriteMode::Create)
+            .expect("write");
+        store
+            .write(&p("/memories/stale.md"), b"stale", WriteMode::Create)
+            .expect("write");
+        let mut hooked = Hooked::new(&*store);
+        hooked.rewrite_before_delete = Some((p("/memories/notes/old.md"), b"fresh content"));
+        // Both files are older than the cutoff when the walk lists them.
+        let later = SystemTime::now() + Duration::from_secs(3600);
+        let report =
+            claude_memory::expiry::expire(&hooked, Duration::from_secs(1), later).expect("expire");
+        assert_eq!(
+            report.removed_files,
+            vec![(p("/memories/stale.md"), 5)],
+            "{name}"
+        );
+        assert_eq!(report.kept_files, 1, "{name}");
+        assert!(report.removed_dirs.is_empty(), "{name}");
+        let kept = store
+            .read(&p("/memories/notes/old.md"), u64::MAX)
+            .expect("the rewritten file is still there");
+        assert_eq!(kept.data, b"fresh content", "{name}");
+        assert!(
+            store
+                .stat(&p("/memories/stale.md"))
+                .expect("stat")
+                .is_none()
+        );
+    }
+}
+
+#[test]
+fn an_unlistable_subdirectory_does_not_hide_the_rest_of_a_view() {
+    let (_dirs, stores) = every_store();
+    for (name, store) in stores {
+        let tool = MemoryTool::new(&*store);
+        attack(
+            &tool,
+            &[
+                json!({"command":"create","path":"/memories/a.md","file_text":"hello"}),
+                json!({"command":"create","path":"/memories/locked/secret.md","file_text":"1234567"}),
+                json!({"command":"create","path":"/memories/locked/deeper/x.md","file_text":"12"}),
+                json!({"command":"create","path":"/memories/z/b.md","file_text":"abc"}),
+            ],
+        );
+        let mut hooked = Hooked::new(&*store);
+        hooked.unlistable = Some(MemoryPath::parse("/memories/locked").expect("path"));
+        let tool = MemoryTool::new(&hooked);
+        let answers = attack(
+            &tool,
+            &[
+                json!({"command":"view","path":"/memories"}),
+                json!({"command":"view","path":"/memories/locked"}),
+                json!({"command":"view","path":"/memories/locked/secret.md"}),
+            ],
+        );
+        assert_ne!(answers[0]["is_error"], true, "{name}");
+        assert_eq!(
+            text(&answers[0]),
+            "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n\
+             8B\t/memories\n\
+             5B\t/memories/a.md\n\
+             0B\t/memories/locked/\n\
+             3B\t/memories/z/\n\
+             3B\t/memories/z/b.md",
+            "{name}"
+        );
+        assert_eq!(
+            text(&answers[1]),
+            "Error: Could not list (permission denied) for /memories/locked",
+            "{name}"
+        );
+        assert!(text(&answers[2]).contains("1\t1234567"), "{name}");
+    }
 }
