@@ -142,7 +142,7 @@ impl SecretDetector {
 }
 
 impl ContentPolicy for SecretDetector {
-    /// Refuses a path (as normalised: percent-decoded) holding a secret,
+    /// Refuses a path (as it is stored: normalised) holding a secret,
     /// whatever the action: a name cannot be redacted.
     fn check_path(&self, path: &MemoryPath) -> Option<String> {
         let found = self.find(&path.normalized());

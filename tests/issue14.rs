@@ -638,3 +638,130 @@ fn an_unlistable_subdirectory_does_not_hide_the_rest_of_a_view() {
         assert!(text(&answers[2]).contains("1\t1234567"), "{name}");
     }
 }
+
+#[test]
+fn sockets_and_fifos_in_the_store_root_are_missing_everywhere() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let _listener =
+        std::os::unix::net::UnixListener::bind(dir.path().join("sock.md")).expect("bind");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        dir.path().join("fifo.md"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .expect("mkfifo");
+    let store = FilesystemStore::open(dir.path()).expect("open");
+    let tool = MemoryTool::new(&store);
+    for special in ["/memories/sock.md", "/memories/fifo.md"] {
+        let answers = attack(
+            &tool,
+            &[
+                json!({"command":"create","path":"/memories/real.md","file_text":"abc"}),
+                json!({"command":"view","path":special}),
+                json!({"command":"view","path":special,"view_range":[1,2]}),
+                json!({"command":"str_replace","path":special,"old_str":"a","new_str":"b"}),
+                json!({"command":"insert","path":special,"insert_line":0,"insert_text":"x"}),
+                json!({"command":"view","path":"/memories"}),
+                json!({"command":"delete","path":special}),
+                json!({"command":"rename","old_path":special,"new_path":"/memories/moved.md"}),
+                json!({"command":"delete","path":"/memories/real.md"}),
+            ],
+        );
+        let missing = format!("The path {special} does not exist. Please provide a valid path.");
+        assert_eq!(text(&answers[1]), missing);
+        assert_eq!(text(&answers[2]), missing);
+        assert_eq!(
+            text(&answers[3]),
+            format!("Error: The path {special} does not exist. Please provide a valid path.")
+        );
+        assert_eq!(
+            text(&answers[4]),
+            format!("Error: The path {special} does not exist")
+        );
+        assert_eq!(
+            text(&answers[5]),
+            "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n3B\t/memories\n3B\t/memories/real.md"
+        );
+        assert_eq!(
+            text(&answers[6]),
+            format!("Error: The path {special} does not exist")
+        );
+        assert_eq!(
+            text(&answers[7]),
+            format!("Error: The path {special} does not exist")
+        );
+        assert_eq!(store.total_size().expect("total"), 0);
+    }
+    // Nothing above touched them.
+    let kind = |name: &str| {
+        fs::symlink_metadata(dir.path().join(name))
+            .expect("still there")
+            .file_type()
+    };
+    use std::os::unix::fs::FileTypeExt;
+    assert!(kind("sock.md").is_socket());
+    assert!(kind("fifo.md").is_fifo());
+    // A create or a move to their names replaces them: to the store they
+    // were never there.
+    let answers = attack(
+        &tool,
+        &[
+            json!({"command":"create","path":"/memories/sock.md","file_text":"now a file"}),
+            json!({"command":"create","path":"/memories/other.md","file_text":"moved"}),
+            json!({"command":"rename","old_path":"/memories/other.md","new_path":"/memories/fifo.md"}),
+            json!({"command":"view","path":"/memories/sock.md"}),
+            json!({"command":"view","path":"/memories/fifo.md"}),
+        ],
+    );
+    assert_eq!(
+        text(&answers[0]),
+        "File created successfully at: /memories/sock.md"
+    );
+    assert_eq!(
+        text(&answers[2]),
+        "Successfully renamed /memories/other.md to /memories/fifo.md"
+    );
+    assert!(text(&answers[3]).ends_with("1\tnow a file"));
+    assert!(text(&answers[4]).ends_with("1\tmoved"));
+    assert!(kind("sock.md").is_file());
+    assert!(kind("fifo.md").is_file());
+}
+
+#[test]
+fn secret_detector_refuses_secrets_in_created_names() {
+    use claude_memory::policy::SecretDetector;
+    for tool in [
+        MemoryTool::new(InMemoryStore::new()).with_policy(SecretDetector::reject()),
+        MemoryTool::new(InMemoryStore::new()).with_policy(SecretDetector::redact()),
+    ] {
+        let answers = attack(
+            &tool,
+            &[
+                json!({"command":"create","path":"/memories/AKIAIOSFODNN7EXAMPLE.txt","file_text":"x"}),
+                json!({"command":"create","path":"/memories/ok.txt","file_text":"x"}),
+                json!({"command":"rename","old_path":"/memories/ok.txt","new_path":"/memories/keys/ghp_abcdefghijklmnopqrstuvwxyz0123456789/k.md"}),
+                json!({"command":"rename","old_path":"/memories/ok.txt","new_path":"/memories/fine.txt"}),
+                json!({"command":"view","path":"/memories"}),
+            ],
+        );
+        assert_eq!(
+            text(&answers[0]),
+            "Error: Nothing was written to /memories/AKIAIOSFODNN7EXAMPLE.txt: its name contains what looks like a secret (AWS access key id); name memory files without secrets"
+        );
+        assert_eq!(
+            text(&answers[1]),
+            "File created successfully at: /memories/ok.txt"
+        );
+        assert_eq!(
+            text(&answers[2]),
+            "Error: Cannot move /memories/ok.txt to /memories/keys/ghp_abcdefghijklmnopqrstuvwxyz0123456789/k.md: its name contains what looks like a secret (GitHub token); name memory files without secrets"
+        );
+        assert_eq!(
+            text(&answers[3]),
+            "Successfully renamed /memories/ok.txt to /memories/fine.txt"
+        );
+        assert!(text(&answers[4]).ends_with("\n1B\t/memories\n1B\t/memories/fine.txt"));
+    }
+}
