@@ -765,3 +765,68 @@ fn secret_detector_refuses_secrets_in_created_names() {
         assert!(text(&answers[4]).ends_with("\n1B\t/memories\n1B\t/memories/fine.txt"));
     }
 }
+
+#[test]
+fn a_huge_view_range_is_echoed_cut_and_never_built() {
+    let tool = MemoryTool::new(InMemoryStore::new());
+    let msg = |shown: &str| {
+        format!(
+            "Error: Invalid `view_range` parameter: {shown}. It should be a list of two integers."
+        )
+    };
+    // Short ones: exactly as a whole parse echoes them (compact JSON).
+    let answers = attack(
+        &tool,
+        &[
+            json!({"command":"view","path":"/memories","view_range":[1,2,3]}),
+            json!({"command":"view","path":"/memories","view_range":[1.0,2]}),
+            json!({"command":"view","path":"/memories","view_range":{"b":[1],"a":"x\"y"}}),
+            json!({"command":"view","path":"/memories","view_range":"1-2"}),
+            json!({"command":"view","path":"/memories","view_range":[1,[2,{"c":null}]]}),
+        ],
+    );
+    assert_eq!(text(&answers[0]), msg("[1,2,3]"));
+    assert_eq!(text(&answers[1]), msg("[1.0,2]"));
+    assert_eq!(text(&answers[2]), msg(r#"{"a":"x\"y","b":[1]}"#));
+    assert_eq!(text(&answers[3]), msg(r#""1-2""#));
+    assert_eq!(text(&answers[4]), msg(r#"[1,[2,{"c":null}]]"#));
+
+    // Long ones: the first 1,024 bytes of the compact JSON, then "…", by
+    // the bridge (which never builds the value) and by `dispatch` alike.
+    let long: Vec<u32> = (0..200_000).collect();
+    let full = serde_json::to_string(&long).expect("json");
+    let expected = msg(&format!("{}…", &full[..1024]));
+    let call = json!({"command":"view","path":"/memories","view_range":long});
+    assert_eq!(
+        text(&attack(&tool, std::slice::from_ref(&call))[0]),
+        expected
+    );
+    assert_eq!(tool.dispatch(&call).text(), Some(expected.as_str()));
+    // Exactly 1,024 bytes is whole; a cut never splits a character.
+    let exact = format!("\"{}\"", "a".repeat(1022));
+    let call = json!({"command":"view","path":"/memories","view_range":"a".repeat(1022)});
+    assert_eq!(
+        text(&attack(&tool, std::slice::from_ref(&call))[0]),
+        msg(&exact)
+    );
+    let wide = "é".repeat(2000);
+    let call = json!({"command":"view","path":"/memories","view_range":[wide]});
+    let cut = format!("[\"{}…", "é".repeat(511));
+    assert_eq!(
+        text(&attack(&tool, std::slice::from_ref(&call))[0]),
+        msg(&cut)
+    );
+    assert_eq!(tool.dispatch(&call).text(), Some(msg(&cut).as_str()));
+    // A valid range still works.
+    let answers = attack(
+        &tool,
+        &[
+            json!({"command":"create","path":"/memories/f.md","file_text":"a\nb\nc\n"}),
+            json!({"command":"view","path":"/memories/f.md","view_range":[2,-1]}),
+        ],
+    );
+    assert_eq!(
+        text(&answers[1]),
+        "Here's the content of /memories/f.md with line numbers:\n     2\tb\n     3\tc"
+    );
+}
