@@ -385,6 +385,46 @@ fn deep_trees_are_totalled_exported_and_expired_under_a_low_ulimit() {
     assert_eq!(store.total_size().expect("total"), 1);
     let exported = claude_memory::backup::export(&store).expect("export");
     assert_eq!(exported["files"].as_array().map(Vec::len), Some(2));
+    drop(store);
+
+    // Expiry on the deep tree, in a child process limited to 24 handles:
+    // both files and all 2,100 directories go, nothing else.
+    let exe = std::env::current_exe().expect("this test binary");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 24 && exec \"$0\" deep_tree_expiry_child --exact --nocapture --test-threads=1")
+        .arg(exe)
+        .env(EXPIRY_CHILD_ROOT, dir.path())
+        .output()
+        .expect("spawn");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stdout.contains("EXPIRED files=2 dirs=2100 kept=0"),
+        "{stdout}"
+    );
+    assert_eq!(fs::read_dir(dir.path()).expect("read_dir").count(), 1); // the lock file
+}
+
+const EXPIRY_CHILD_ROOT: &str = "CLAUDE_MEMORY_ISSUE14_EXPIRY_ROOT";
+
+/// Not a test on its own: the body of the child process above (does
+/// nothing unless started by it).
+#[test]
+fn deep_tree_expiry_child() {
+    let Ok(root) = std::env::var(EXPIRY_CHILD_ROOT) else {
+        return;
+    };
+    let store = FilesystemStore::open(root).expect("open");
+    let later = SystemTime::now() + Duration::from_secs(3600);
+    let report =
+        claude_memory::expiry::expire(&store, Duration::from_secs(1), later).expect("expire");
+    println!(
+        "EXPIRED files={} dirs={} kept={}",
+        report.removed_files.len(),
+        report.removed_dirs.len(),
+        report.kept_files
+    );
 }
 
 #[test]
@@ -829,4 +869,82 @@ fn a_huge_view_range_is_echoed_cut_and_never_built() {
         text(&answers[1]),
         "Here's the content of /memories/f.md with line numbers:\n     2\tb\n     3\tc"
     );
+}
+
+/// Every file below the root of `store`, by path, with its bytes.
+fn all_files(store: &dyn MemoryStore) -> std::collections::BTreeMap<String, Vec<u8>> {
+    use claude_memory::store::{Flow, Order, Step, walk};
+    let mut files = std::collections::BTreeMap::new();
+    walk(store, &MemoryPath::root(), Order::ByName, &mut |step| {
+        if let Step::File { dir, entry, .. } = step {
+            let path = dir.join(&entry.name).expect("a memory path");
+            let data = store.read(&path, u64::MAX)?.data;
+            files.insert(path.normalized(), data);
+        }
+        Ok(Flow::Continue)
+    })
+    .expect("walk");
+    files
+}
+
+#[test]
+fn a_backup_restores_every_file_of_a_maximal_depth_tenant_tree() {
+    use claude_memory::backup::{Backup, ImportOptions};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bases: Vec<Box<dyn MemoryStore>> = vec![
+        Box::new(InMemoryStore::new()),
+        Box::new(FilesystemStore::open(dir.path()).expect("open")),
+    ];
+    for base in bases {
+        let id = TenantId::parse("a-tenant-with-a-long-name").expect("id");
+        let tenant = MemoryTool::new(TenantStore::new(&*base, id));
+        // At the tenant's limit (1,024 bytes), so over it in the base, at
+        // several depths, with content that is not text too.
+        let mut lines = vec![
+            json!({"command":"create","path":chain("a", "f.md", 1024),"file_text":"deepest"}),
+            json!({"command":"create","path":chain("b", "g.md", 1023),"file_text":"one less"}),
+            json!({"command":"create","path":chain("c", "h.md", 600),"file_text":"half way\n"}),
+            json!({"command":"create","path":"/memories/top.md","file_text":"top"}),
+        ];
+        for i in 0..5 {
+            lines.push(json!({"command":"create","path":chain("d", &format!("{i}.md"), 1020 + i),"file_text":format!("sibling {i}")}));
+        }
+        for answer in attack(&tenant, &lines) {
+            assert!(
+                text(&answer).starts_with("File created successfully"),
+                "{answer}"
+            );
+        }
+        base.write(
+            &MemoryPath::parse("/memories/other/bin.dat").expect("path"),
+            &[0, 159, 146, 150, 255],
+            claude_memory::store::WriteMode::Create,
+        )
+        .expect("write");
+        let before = all_files(&*base);
+        assert_eq!(before.len(), 10);
+        assert!(before.keys().any(|p| p.len() > 1024));
+
+        let json = Backup::of_store(&*base).expect("export").to_json();
+        let backup = Backup::from_json(&json).expect("parse");
+        let restored_dir = tempfile::tempdir().expect("tempdir");
+        let targets: Vec<Box<dyn MemoryStore>> = vec![
+            Box::new(InMemoryStore::new()),
+            Box::new(FilesystemStore::open(restored_dir.path()).expect("open")),
+        ];
+        for target in targets {
+            backup
+                .restore(&*target, &ImportOptions::new())
+                .expect("restore");
+            assert_eq!(all_files(&*target), before);
+            // And the tenant sees its deepest file again.
+            let id = TenantId::parse("a-tenant-with-a-long-name").expect("id");
+            let again = MemoryTool::new(TenantStore::new(&*target, id));
+            let view = attack(
+                &again,
+                &[json!({"command":"view","path":chain("a", "f.md", 1024)})],
+            );
+            assert!(text(&view[0]).ends_with("1\tdeepest"), "{}", text(&view[0]));
+        }
+    }
 }
