@@ -570,19 +570,19 @@ impl<S: MemoryStore> MemoryStore for Hooked<S> {
     }
 }
 
+/// A store under test and its name.
+type Named = (&'static str, Box<dyn MemoryStore>);
+
 /// Every backend of this crate as a boxed store: in-memory, filesystem
 /// and a tenant over each (the directories live as long as the stores).
-fn every_store() -> (
-    Vec<tempfile::TempDir>,
-    Vec<(&'static str, Box<dyn MemoryStore>)>,
-) {
+fn every_store() -> (Vec<tempfile::TempDir>, Vec<Named>) {
     let dirs = vec![
         tempfile::tempdir().expect("tempdir"),
         tempfile::tempdir().expect("tempdir"),
     ];
     let fs = |i: usize| FilesystemStore::open(dirs[i].path()).expect("open");
     let id = || TenantId::parse("t").expect("id");
-    let stores: Vec<(&'static str, Box<dyn MemoryStore>)> = vec![
+    let stores: Vec<Named> = vec![
         ("in-memory", Box::new(InMemoryStore::new())),
         ("filesystem", Box::new(fs(0))),
         (

@@ -42,6 +42,9 @@ fn writer<S: MemoryStore>(tool: &MemoryTool<S>, prefix: &str) -> (Vec<String>, V
     (created, refused)
 }
 
+/// One writer's directory name, its created paths and its refused ones.
+type Outcome = (String, (Vec<String>, Vec<String>));
+
 fn config() -> Config {
     Config::default().with_max_store_size(LIMIT)
 }
@@ -50,7 +53,7 @@ fn config() -> Config {
 /// limit exactly (every refusal came when no file fitted any more), every
 /// created file there, every refused one (and a writer's directory with
 /// nothing created) absent.
-fn check(store: &dyn MemoryStore, outcomes: &[(String, (Vec<String>, Vec<String>))]) {
+fn check(store: &dyn MemoryStore, outcomes: &[Outcome]) {
     let total = store.total_size().expect("total");
     let created: usize = outcomes.iter().map(|(_, (c, _))| c.len()).sum();
     assert!(
@@ -88,10 +91,7 @@ fn check(store: &dyn MemoryStore, outcomes: &[(String, (Vec<String>, Vec<String>
 }
 
 /// `THREADS` writers, each with its handler from `tool(i)`.
-fn race<S: MemoryStore>(
-    name: &str,
-    tool: impl Fn(usize) -> MemoryTool<S> + Sync,
-) -> Vec<(String, (Vec<String>, Vec<String>))> {
+fn race<S: MemoryStore>(name: &str, tool: impl Fn(usize) -> MemoryTool<S> + Sync) -> Vec<Outcome> {
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..THREADS)
             .map(|i| {
