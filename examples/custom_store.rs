@@ -19,7 +19,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use claude_memory::store::{
-    Change, DirEntry, FileContent, FileReader, Metadata, StoreResult, Updated, Version, WriteMode,
+    Change, DirEntry, FileContent, FileReader, Metadata, Quota, StoreResult, Updated, Version,
+    WriteMode,
 };
 use claude_memory::{InMemoryStore, MemoryPath, MemoryStore, MemoryTool, conformance};
 use serde_json::json;
@@ -138,6 +139,61 @@ impl<S: MemoryStore> MemoryStore for AuditStore<S> {
     fn total_size(&self) -> StoreResult<u64> {
         self.reads.fetch_add(1, Ordering::Relaxed);
         self.inner.total_size()
+    }
+
+    fn write_within(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+        quota: Quota<'_>,
+    ) -> StoreResult<Version> {
+        let result = self.inner.write_within(path, data, mode, quota);
+        self.log(format_args!(
+            "write {} ({} bytes, {mode:?}, at most {} bytes below {}): {}",
+            path.normalized(),
+            data.len(),
+            quota.max_bytes,
+            quota.scope.normalized(),
+            outcome(&result)
+        ));
+        result
+    }
+
+    fn update_within(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        quota: Quota<'_>,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        let result = self.inner.update_within(path, limit, quota, change);
+        let what = match &result {
+            Ok(Updated::Written(data)) => format!("ok ({} bytes)", data.len()),
+            Ok(Updated::Aborted) => "aborted".to_owned(),
+            Err(e) => format!("refused ({e})"),
+        };
+        self.log(format_args!(
+            "update {} (at most {} bytes below {}): {what}",
+            path.normalized(),
+            quota.max_bytes,
+            quota.scope.normalized()
+        ));
+        result
+    }
+
+    fn delete_file_if(
+        &self,
+        path: &MemoryPath,
+        still: &mut dyn FnMut(&Metadata) -> bool,
+    ) -> StoreResult<bool> {
+        let result = self.inner.delete_file_if(path, still);
+        self.log(format_args!(
+            "delete_file_if {}: {}",
+            path.normalized(),
+            outcome(&result)
+        ));
+        result
     }
 }
 

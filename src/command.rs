@@ -182,6 +182,11 @@ impl Fields<'_> {
         let Some(value) = present(self.input, "view_range") else {
             return Ok(None);
         };
+        // The bridge's parser kept only the start of a long one (not two
+        // integers, surely): its echo, already cut.
+        if let Some(Value::String(cut)) = self.input.get(VIEW_RANGE_CUT) {
+            return Err(render::view_range_not_integers(&format!("{cut}…")));
+        }
         match value.as_array().map(Vec::as_slice) {
             Some([a, b]) => match (a.as_i64(), b.as_i64()) {
                 (Some(a), Some(b)) => Ok(Some([a, b])),
@@ -193,5 +198,48 @@ impl Fields<'_> {
 }
 
 fn not_two_integers(value: &Value) -> String {
-    render::view_range_not_integers(&value.to_string())
+    render::view_range_not_integers(&echo(value))
+}
+
+/// The most bytes of a `view_range`'s compact JSON an error echoes; a
+/// longer one is cut there (at a character boundary) and ends in `…`.
+pub(crate) const VIEW_RANGE_ECHO_BYTES: usize = 1024;
+
+/// Where the bridge's parser leaves the cut echo of a `view_range` too long
+/// to keep (see `tool::slim`). No client field: it starts with a NUL.
+pub(crate) const VIEW_RANGE_CUT: &str = "\0view_range_cut";
+
+/// `value` as compact JSON, cut after [`VIEW_RANGE_ECHO_BYTES`] (never
+/// formatting more than that).
+fn echo(value: &Value) -> String {
+    struct Capped(Vec<u8>);
+    impl std::io::Write for Capped {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let room = VIEW_RANGE_ECHO_BYTES + 1 - self.0.len().min(VIEW_RANGE_ECHO_BYTES + 1);
+            if room == 0 {
+                return Err(std::io::Error::other("cut"));
+            }
+            let n = buf.len().min(room);
+            self.0.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut out = Capped(Vec::new());
+    let whole = serde_json::to_writer(&mut out, value).is_ok();
+    let bytes = &out.0;
+    let cut = !whole || bytes.len() > VIEW_RANGE_ECHO_BYTES;
+    let head = &bytes[..bytes.len().min(VIEW_RANGE_ECHO_BYTES)];
+    // JSON text is UTF-8: only a cut can end inside a character.
+    let valid = match std::str::from_utf8(head) {
+        Ok(text) => text,
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
+    };
+    let mut text = valid.to_owned();
+    if cut {
+        text.push('…');
+    }
+    text
 }

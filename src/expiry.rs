@@ -10,7 +10,7 @@
 use std::time::{Duration, SystemTime};
 
 use crate::path::MemoryPath;
-use crate::store::{Flow, MemoryStore, Order, Step, StoreError, StoreResult, walk};
+use crate::store::{Flow, MemoryStore, Metadata, Order, Step, StoreError, StoreResult, walk};
 
 /// What [`expire`] removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -33,6 +33,13 @@ impl ExpiryReport {
 /// Removes every file last written before `now - older_than`, then the
 /// directories that leaves empty (never the root). Files whose backend
 /// reports no modification time are kept. Works on any [`MemoryStore`].
+///
+/// A file is removed with [`MemoryStore::delete_file_if`], only if it is
+/// still the file the walk listed (same size and modification time): one
+/// rewritten between the walk and the delete is kept (and counted in
+/// [`kept_files`](ExpiryReport::kept_files)). That check is atomic with the
+/// delete on the in-memory and filesystem stores (and tenants over them);
+/// the SQL stores use the trait's default, which checks, then deletes.
 pub fn expire<S: MemoryStore + ?Sized>(
     store: &S,
     older_than: Duration,
@@ -48,8 +55,18 @@ pub fn expire<S: MemoryStore + ?Sized>(
                 let Some(child) = dir.join(&entry.name) else {
                     return Ok(Flow::Continue); // not a memory path: not ours to remove
                 };
-                match store.delete(&child) {
-                    Ok(()) | Err(StoreError::NotFound { .. }) => {
+                // Decided on the listing; deleted only if, at that instant,
+                // it is still the file that was decided on (same size and
+                // modification time, so still before the cutoff): one
+                // another agent has rewritten meanwhile is kept.
+                let (len, modified) = (entry.len, entry.modified);
+                let mut still_old = |m: &Metadata| m.len == len && m.modified == modified;
+                match store.delete_file_if(&child, &mut still_old) {
+                    Ok(true) => report.removed_files.push((child, entry.len)),
+                    // Rewritten meanwhile: kept.
+                    Ok(false) if store.stat(&child)?.is_some() => report.kept_files += 1,
+                    // Removed by someone else meanwhile: gone all the same.
+                    Ok(false) | Err(StoreError::NotFound { .. }) => {
                         report.removed_files.push((child, entry.len));
                     }
                     Err(e) => return Err(e),

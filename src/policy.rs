@@ -20,6 +20,15 @@ pub enum Decision {
 pub trait ContentPolicy: Send + Sync {
     /// Decides about one write.
     fn check(&self, path: &MemoryPath, content: &str) -> Decision;
+
+    /// Decides about a name a write creates: the path of every `create`,
+    /// and the destination of every `rename`, before anything is written
+    /// or moved. `Some(reason)` refuses the call (the model sees the
+    /// reason); the default allows every name.
+    fn check_path(&self, path: &MemoryPath) -> Option<String> {
+        let _ = path;
+        None
+    }
 }
 
 impl<F: Fn(&MemoryPath, &str) -> Decision + Send + Sync> ContentPolicy for F {
@@ -73,7 +82,9 @@ pub struct SecretMatch {
     pub range: Range<usize>,
 }
 
-/// An opt-in detector for secrets that should never reach a memory file:
+/// An opt-in detector for secrets that should never reach a memory file,
+/// in its content or in its name (the path of a `create`, the destination
+/// of a `rename`; a secret in a name is always refused, never redacted):
 /// private key blocks, AWS, Anthropic, OpenAI, GitHub, Slack, Google and
 /// Stripe keys, and payment card numbers (13 to 19 digits passing the Luhn
 /// check). Patterns are matched by hand, conservatively: a key must have
@@ -131,6 +142,21 @@ impl SecretDetector {
 }
 
 impl ContentPolicy for SecretDetector {
+    /// Refuses a path (as it is stored: normalised) holding a secret,
+    /// whatever the action: a name cannot be redacted.
+    fn check_path(&self, path: &MemoryPath) -> Option<String> {
+        let found = self.find(&path.normalized());
+        if found.is_empty() {
+            return None;
+        }
+        let mut kinds: Vec<&str> = found.iter().map(|m| m.kind).collect();
+        kinds.dedup();
+        Some(format!(
+            "its name contains what looks like a secret ({}); name memory files without secrets",
+            kinds.join(", ")
+        ))
+    }
+
     fn check(&self, _path: &MemoryPath, content: &str) -> Decision {
         let found = self.find(content);
         if found.is_empty() {

@@ -266,6 +266,11 @@ pub(crate) fn policy_refused(path: &str, reason: &str) -> String {
     format!("Error: Nothing was written to {path}: {reason}")
 }
 
+/// A `rename` whose destination name the content policy refuses.
+pub(crate) fn rename_refused(old_path: &str, new_path: &str, reason: &str) -> String {
+    format!("Error: Cannot move {old_path} to {new_path}: {reason}")
+}
+
 // ---- limits (§5) ----------------------------------------------------------
 
 pub(crate) fn file_too_large(path: &str, size: u64, limit: u64) -> String {

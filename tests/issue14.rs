@@ -15,7 +15,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use claude_memory::store::MemoryStore;
+use claude_memory::store::{
+    DirEntry, FileContent, MemoryStore, Metadata, Op, StoreError, StoreResult, Version, WriteMode,
+};
 use claude_memory::{
     Config, FilesystemStore, InMemoryStore, MemoryPath, MemoryTool, TenantId, TenantStore,
 };
@@ -434,6 +436,46 @@ fn deep_trees_are_totalled_exported_and_expired_under_a_low_ulimit() {
     assert_eq!(store.total_size().expect("total"), 1);
     let exported = claude_memory::backup::export(&store).expect("export");
     assert_eq!(exported["files"].as_array().map(Vec::len), Some(2));
+    drop(store);
+
+    // Expiry on the deep tree, in a child process limited to 24 handles:
+    // both files and all 2,100 directories go, nothing else.
+    let exe = std::env::current_exe().expect("this test binary");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 24 && exec \"$0\" deep_tree_expiry_child --exact --nocapture --test-threads=1")
+        .arg(exe)
+        .env(EXPIRY_CHILD_ROOT, dir.path())
+        .output()
+        .expect("spawn");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stdout.contains("EXPIRED files=2 dirs=2100 kept=0"),
+        "{stdout}"
+    );
+    assert_eq!(fs::read_dir(dir.path()).expect("read_dir").count(), 1); // the lock file
+}
+
+const EXPIRY_CHILD_ROOT: &str = "CLAUDE_MEMORY_ISSUE14_EXPIRY_ROOT";
+
+/// Not a test on its own: the body of the child process above (does
+/// nothing unless started by it).
+#[test]
+fn deep_tree_expiry_child() {
+    let Ok(root) = std::env::var(EXPIRY_CHILD_ROOT) else {
+        return;
+    };
+    let store = FilesystemStore::open(root).expect("open");
+    let later = SystemTime::now() + Duration::from_secs(3600);
+    let report =
+        claude_memory::expiry::expire(&store, Duration::from_secs(1), later).expect("expire");
+    println!(
+        "EXPIRED files={} dirs={} kept={}",
+        report.removed_files.len(),
+        report.removed_dirs.len(),
+        report.kept_files
+    );
 }
 
 #[test]
@@ -516,4 +558,444 @@ fn repro8_look_alike_and_invisible_names_are_refused() {
     );
     assert!(TenantId::parse("Alice").is_err());
     assert!(TenantId::parse("alice").is_ok());
+}
+
+/// A store in front of another, with hooks for the tests below: a file
+/// rewritten (as by another agent) just before `delete_file_if` runs, and
+/// one directory whose `list` fails.
+struct Hooked<S> {
+    inner: S,
+    rewrite_before_delete: Option<(MemoryPath, &'static [u8])>,
+    unlistable: Option<MemoryPath>,
+}
+
+impl<S: MemoryStore> Hooked<S> {
+    fn new(inner: S) -> Self {
+        Hooked {
+            inner,
+            rewrite_before_delete: None,
+            unlistable: None,
+        }
+    }
+}
+
+impl<S: MemoryStore> MemoryStore for Hooked<S> {
+    fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+        self.inner.stat(path)
+    }
+    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+        self.inner.read(path, limit)
+    }
+    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        self.inner.write(path, data, mode)
+    }
+    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+        if self.unlistable.as_ref() == Some(dir) {
+            let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+            return Err(StoreError::io(Op::List, dir, denied));
+        }
+        self.inner.list(dir)
+    }
+    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+        self.inner.delete(path)
+    }
+    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        self.inner.remove_empty_dir(path)
+    }
+    /// Between expiry's decision (made on the walk's listing) and its
+    /// delete, another agent rewrites the file.
+    fn delete_file_if(
+        &self,
+        path: &MemoryPath,
+        still: &mut dyn FnMut(&Metadata) -> bool,
+    ) -> StoreResult<bool> {
+        if let Some((target, data)) = &self.rewrite_before_delete
+            && target == path
+        {
+            self.inner.write(path, data, WriteMode::Overwrite)?;
+        }
+        self.inner.delete_file_if(path, still)
+    }
+}
+
+/// A store under test and its name.
+type Named = (&'static str, Box<dyn MemoryStore>);
+
+/// Every backend of this crate as a boxed store: in-memory, filesystem
+/// and a tenant over each (the directories live as long as the stores).
+fn every_store() -> (Vec<tempfile::TempDir>, Vec<Named>) {
+    let dirs = vec![
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    ];
+    let fs = |i: usize| FilesystemStore::open(dirs[i].path()).expect("open");
+    let id = || TenantId::parse("t").expect("id");
+    let stores: Vec<Named> = vec![
+        ("in-memory", Box::new(InMemoryStore::new())),
+        ("filesystem", Box::new(fs(0))),
+        (
+            "tenant over in-memory",
+            Box::new(TenantStore::new(InMemoryStore::new(), id())),
+        ),
+        (
+            "tenant over filesystem",
+            Box::new(TenantStore::new(fs(1), id())),
+        ),
+    ];
+    (dirs, stores)
+}
+
+#[test]
+fn expiry_keeps_a_file_rewritten_between_its_decision_and_its_delete() {
+    let (_dirs, stores) = every_store();
+    for (name, store) in stores {
+        let p = |s: &str| MemoryPath::parse(s).expect("path");
+        store
+            .write(&p("/memories/notes/old.md"), b"old", WriteMode::Create)
+            .expect("write");
+        store
+            .write(&p("/memories/stale.md"), b"stale", WriteMode::Create)
+            .expect("write");
+        let mut hooked = Hooked::new(&*store);
+        hooked.rewrite_before_delete = Some((p("/memories/notes/old.md"), b"fresh content"));
+        // Both files are older than the cutoff when the walk lists them.
+        let later = SystemTime::now() + Duration::from_secs(3600);
+        let report =
+            claude_memory::expiry::expire(&hooked, Duration::from_secs(1), later).expect("expire");
+        assert_eq!(
+            report.removed_files,
+            vec![(p("/memories/stale.md"), 5)],
+            "{name}"
+        );
+        assert_eq!(report.kept_files, 1, "{name}");
+        assert!(report.removed_dirs.is_empty(), "{name}");
+        let kept = store
+            .read(&p("/memories/notes/old.md"), u64::MAX)
+            .expect("the rewritten file is still there");
+        assert_eq!(kept.data, b"fresh content", "{name}");
+        assert!(
+            store
+                .stat(&p("/memories/stale.md"))
+                .expect("stat")
+                .is_none()
+        );
+    }
+}
+
+#[test]
+fn an_unlistable_subdirectory_does_not_hide_the_rest_of_a_view() {
+    let (_dirs, stores) = every_store();
+    for (name, store) in stores {
+        let tool = MemoryTool::new(&*store);
+        attack(
+            &tool,
+            &[
+                json!({"command":"create","path":"/memories/a.md","file_text":"hello"}),
+                json!({"command":"create","path":"/memories/locked/secret.md","file_text":"1234567"}),
+                json!({"command":"create","path":"/memories/locked/deeper/x.md","file_text":"12"}),
+                json!({"command":"create","path":"/memories/z/b.md","file_text":"abc"}),
+            ],
+        );
+        let mut hooked = Hooked::new(&*store);
+        hooked.unlistable = Some(MemoryPath::parse("/memories/locked").expect("path"));
+        let tool = MemoryTool::new(&hooked);
+        let answers = attack(
+            &tool,
+            &[
+                json!({"command":"view","path":"/memories"}),
+                json!({"command":"view","path":"/memories/locked"}),
+                json!({"command":"view","path":"/memories/locked/secret.md"}),
+            ],
+        );
+        assert_ne!(answers[0]["is_error"], true, "{name}");
+        assert_eq!(
+            text(&answers[0]),
+            "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n\
+             8B\t/memories\n\
+             5B\t/memories/a.md\n\
+             0B\t/memories/locked/\n\
+             3B\t/memories/z/\n\
+             3B\t/memories/z/b.md",
+            "{name}"
+        );
+        assert_eq!(
+            text(&answers[1]),
+            "Error: Could not list (permission denied) for /memories/locked",
+            "{name}"
+        );
+        assert!(text(&answers[2]).contains("1\t1234567"), "{name}");
+    }
+}
+
+#[test]
+fn sockets_and_fifos_in_the_store_root_are_missing_everywhere() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let _listener =
+        std::os::unix::net::UnixListener::bind(dir.path().join("sock.md")).expect("bind");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        dir.path().join("fifo.md"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .expect("mkfifo");
+    let store = FilesystemStore::open(dir.path()).expect("open");
+    let tool = MemoryTool::new(&store);
+    for special in ["/memories/sock.md", "/memories/fifo.md"] {
+        let answers = attack(
+            &tool,
+            &[
+                json!({"command":"create","path":"/memories/real.md","file_text":"abc"}),
+                json!({"command":"view","path":special}),
+                json!({"command":"view","path":special,"view_range":[1,2]}),
+                json!({"command":"str_replace","path":special,"old_str":"a","new_str":"b"}),
+                json!({"command":"insert","path":special,"insert_line":0,"insert_text":"x"}),
+                json!({"command":"view","path":"/memories"}),
+                json!({"command":"delete","path":special}),
+                json!({"command":"rename","old_path":special,"new_path":"/memories/moved.md"}),
+                json!({"command":"delete","path":"/memories/real.md"}),
+            ],
+        );
+        let missing = format!("The path {special} does not exist. Please provide a valid path.");
+        assert_eq!(text(&answers[1]), missing);
+        assert_eq!(text(&answers[2]), missing);
+        assert_eq!(
+            text(&answers[3]),
+            format!("Error: The path {special} does not exist. Please provide a valid path.")
+        );
+        assert_eq!(
+            text(&answers[4]),
+            format!("Error: The path {special} does not exist")
+        );
+        assert_eq!(
+            text(&answers[5]),
+            "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n3B\t/memories\n3B\t/memories/real.md"
+        );
+        assert_eq!(
+            text(&answers[6]),
+            format!("Error: The path {special} does not exist")
+        );
+        assert_eq!(
+            text(&answers[7]),
+            format!("Error: The path {special} does not exist")
+        );
+        assert_eq!(store.total_size().expect("total"), 0);
+    }
+    // Nothing above touched them.
+    let kind = |name: &str| {
+        fs::symlink_metadata(dir.path().join(name))
+            .expect("still there")
+            .file_type()
+    };
+    use std::os::unix::fs::FileTypeExt;
+    assert!(kind("sock.md").is_socket());
+    assert!(kind("fifo.md").is_fifo());
+    // A create or a move to their names replaces them: to the store they
+    // were never there.
+    let answers = attack(
+        &tool,
+        &[
+            json!({"command":"create","path":"/memories/sock.md","file_text":"now a file"}),
+            json!({"command":"create","path":"/memories/other.md","file_text":"moved"}),
+            json!({"command":"rename","old_path":"/memories/other.md","new_path":"/memories/fifo.md"}),
+            json!({"command":"view","path":"/memories/sock.md"}),
+            json!({"command":"view","path":"/memories/fifo.md"}),
+        ],
+    );
+    assert_eq!(
+        text(&answers[0]),
+        "File created successfully at: /memories/sock.md"
+    );
+    assert_eq!(
+        text(&answers[2]),
+        "Successfully renamed /memories/other.md to /memories/fifo.md"
+    );
+    assert!(text(&answers[3]).ends_with("1\tnow a file"));
+    assert!(text(&answers[4]).ends_with("1\tmoved"));
+    assert!(kind("sock.md").is_file());
+    assert!(kind("fifo.md").is_file());
+}
+
+#[test]
+fn secret_detector_refuses_secrets_in_created_names() {
+    use claude_memory::policy::SecretDetector;
+    for tool in [
+        MemoryTool::new(InMemoryStore::new()).with_policy(SecretDetector::reject()),
+        MemoryTool::new(InMemoryStore::new()).with_policy(SecretDetector::redact()),
+    ] {
+        let answers = attack(
+            &tool,
+            &[
+                json!({"command":"create","path":"/memories/AKIAIOSFODNN7EXAMPLE.txt","file_text":"x"}),
+                json!({"command":"create","path":"/memories/ok.txt","file_text":"x"}),
+                json!({"command":"rename","old_path":"/memories/ok.txt","new_path":"/memories/keys/ghp_abcdefghijklmnopqrstuvwxyz0123456789/k.md"}),
+                json!({"command":"rename","old_path":"/memories/ok.txt","new_path":"/memories/fine.txt"}),
+                json!({"command":"view","path":"/memories"}),
+            ],
+        );
+        assert_eq!(
+            text(&answers[0]),
+            "Error: Nothing was written to /memories/AKIAIOSFODNN7EXAMPLE.txt: its name contains what looks like a secret (AWS access key id); name memory files without secrets"
+        );
+        assert_eq!(
+            text(&answers[1]),
+            "File created successfully at: /memories/ok.txt"
+        );
+        assert_eq!(
+            text(&answers[2]),
+            "Error: Cannot move /memories/ok.txt to /memories/keys/ghp_abcdefghijklmnopqrstuvwxyz0123456789/k.md: its name contains what looks like a secret (GitHub token); name memory files without secrets"
+        );
+        assert_eq!(
+            text(&answers[3]),
+            "Successfully renamed /memories/ok.txt to /memories/fine.txt"
+        );
+        assert!(text(&answers[4]).ends_with("\n1B\t/memories\n1B\t/memories/fine.txt"));
+    }
+}
+
+#[test]
+fn a_huge_view_range_is_echoed_cut_and_never_built() {
+    let tool = MemoryTool::new(InMemoryStore::new());
+    let msg = |shown: &str| {
+        format!(
+            "Error: Invalid `view_range` parameter: {shown}. It should be a list of two integers."
+        )
+    };
+    // Short ones: exactly as a whole parse echoes them (compact JSON).
+    let answers = attack(
+        &tool,
+        &[
+            json!({"command":"view","path":"/memories","view_range":[1,2,3]}),
+            json!({"command":"view","path":"/memories","view_range":[1.0,2]}),
+            json!({"command":"view","path":"/memories","view_range":{"b":[1],"a":"x\"y"}}),
+            json!({"command":"view","path":"/memories","view_range":"1-2"}),
+            json!({"command":"view","path":"/memories","view_range":[1,[2,{"c":null}]]}),
+        ],
+    );
+    assert_eq!(text(&answers[0]), msg("[1,2,3]"));
+    assert_eq!(text(&answers[1]), msg("[1.0,2]"));
+    assert_eq!(text(&answers[2]), msg(r#"{"a":"x\"y","b":[1]}"#));
+    assert_eq!(text(&answers[3]), msg(r#""1-2""#));
+    assert_eq!(text(&answers[4]), msg(r#"[1,[2,{"c":null}]]"#));
+
+    // Long ones: the first 1,024 bytes of the compact JSON, then "…", by
+    // the bridge (which never builds the value) and by `dispatch` alike.
+    let long: Vec<u32> = (0..200_000).collect();
+    let full = serde_json::to_string(&long).expect("json");
+    let expected = msg(&format!("{}…", &full[..1024]));
+    let call = json!({"command":"view","path":"/memories","view_range":long});
+    assert_eq!(
+        text(&attack(&tool, std::slice::from_ref(&call))[0]),
+        expected
+    );
+    assert_eq!(tool.dispatch(&call).text(), Some(expected.as_str()));
+    // Exactly 1,024 bytes is whole; a cut never splits a character.
+    let exact = format!("\"{}\"", "a".repeat(1022));
+    let call = json!({"command":"view","path":"/memories","view_range":"a".repeat(1022)});
+    assert_eq!(
+        text(&attack(&tool, std::slice::from_ref(&call))[0]),
+        msg(&exact)
+    );
+    let wide = "é".repeat(2000);
+    let call = json!({"command":"view","path":"/memories","view_range":[wide]});
+    let cut = format!("[\"{}…", "é".repeat(511));
+    assert_eq!(
+        text(&attack(&tool, std::slice::from_ref(&call))[0]),
+        msg(&cut)
+    );
+    assert_eq!(tool.dispatch(&call).text(), Some(msg(&cut).as_str()));
+    // A valid range still works.
+    let answers = attack(
+        &tool,
+        &[
+            json!({"command":"create","path":"/memories/f.md","file_text":"a\nb\nc\n"}),
+            json!({"command":"view","path":"/memories/f.md","view_range":[2,-1]}),
+        ],
+    );
+    assert_eq!(
+        text(&answers[1]),
+        "Here's the content of /memories/f.md with line numbers:\n     2\tb\n     3\tc"
+    );
+}
+
+/// Every file below the root of `store`, by path, with its bytes.
+fn all_files(store: &dyn MemoryStore) -> std::collections::BTreeMap<String, Vec<u8>> {
+    use claude_memory::store::{Flow, Order, Step, walk};
+    let mut files = std::collections::BTreeMap::new();
+    walk(store, &MemoryPath::root(), Order::ByName, &mut |step| {
+        if let Step::File { dir, entry, .. } = step {
+            let path = dir.join(&entry.name).expect("a memory path");
+            let data = store.read(&path, u64::MAX)?.data;
+            files.insert(path.normalized(), data);
+        }
+        Ok(Flow::Continue)
+    })
+    .expect("walk");
+    files
+}
+
+#[test]
+fn a_backup_restores_every_file_of_a_maximal_depth_tenant_tree() {
+    use claude_memory::backup::{Backup, ImportOptions};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bases: Vec<Box<dyn MemoryStore>> = vec![
+        Box::new(InMemoryStore::new()),
+        Box::new(FilesystemStore::open(dir.path()).expect("open")),
+    ];
+    for base in bases {
+        let id = TenantId::parse("a-tenant-with-a-long-name").expect("id");
+        let tenant = MemoryTool::new(TenantStore::new(&*base, id));
+        // At the tenant's limit (1,024 bytes), so over it in the base, at
+        // several depths, with content that is not text too.
+        let mut lines = vec![
+            json!({"command":"create","path":chain("a", "f.md", 1024),"file_text":"deepest"}),
+            json!({"command":"create","path":chain("b", "g.md", 1023),"file_text":"one less"}),
+            json!({"command":"create","path":chain("c", "h.md", 600),"file_text":"half way\n"}),
+            json!({"command":"create","path":"/memories/top.md","file_text":"top"}),
+        ];
+        for i in 0..5 {
+            lines.push(json!({"command":"create","path":chain("d", &format!("{i}.md"), 1020 + i),"file_text":format!("sibling {i}")}));
+        }
+        for answer in attack(&tenant, &lines) {
+            assert!(
+                text(&answer).starts_with("File created successfully"),
+                "{answer}"
+            );
+        }
+        base.write(
+            &MemoryPath::parse("/memories/other/bin.dat").expect("path"),
+            &[0, 159, 146, 150, 255],
+            claude_memory::store::WriteMode::Create,
+        )
+        .expect("write");
+        let before = all_files(&*base);
+        assert_eq!(before.len(), 10);
+        assert!(before.keys().any(|p| p.len() > 1024));
+
+        let json = Backup::of_store(&*base).expect("export").to_json();
+        let backup = Backup::from_json(&json).expect("parse");
+        let restored_dir = tempfile::tempdir().expect("tempdir");
+        let targets: Vec<Box<dyn MemoryStore>> = vec![
+            Box::new(InMemoryStore::new()),
+            Box::new(FilesystemStore::open(restored_dir.path()).expect("open")),
+        ];
+        for target in targets {
+            backup
+                .restore(&*target, &ImportOptions::new())
+                .expect("restore");
+            assert_eq!(all_files(&*target), before);
+            // And the tenant sees its deepest file again.
+            let id = TenantId::parse("a-tenant-with-a-long-name").expect("id");
+            let again = MemoryTool::new(TenantStore::new(&*target, id));
+            let view = attack(
+                &again,
+                &[json!({"command":"view","path":chain("a", "f.md", 1024)})],
+            );
+            assert!(text(&view[0]).ends_with("1\tdeepest"), "{}", text(&view[0]));
+        }
+    }
 }

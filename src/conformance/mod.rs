@@ -107,6 +107,8 @@ macro_rules! __conformance_for_each_case {
             concurrent_edits_are_never_lost,
             oversized_files_are_viewed_but_never_read_whole_for_edits,
             store_update_writes_or_aborts,
+            store_quota_is_checked_with_the_write,
+            store_delete_file_if_decides_at_the_instant,
         }
     };
 }

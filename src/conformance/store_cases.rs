@@ -8,7 +8,7 @@ use super::helpers::{
     bytes, create, err, exists, insert, ok, path, put, replace, text_of, tool, view, view_range,
 };
 use crate::path::MemoryPath;
-use crate::store::{EntryKind, MemoryStore, StoreError, WriteMode};
+use crate::store::{Abort, EntryKind, MemoryStore, Quota, StoreError, Updated, WriteMode};
 
 fn store_err<T: std::fmt::Debug>(result: Result<T, StoreError>) -> StoreError {
     match result {
@@ -289,4 +289,183 @@ pub fn store_update_writes_or_aborts(store: &dyn MemoryStore) {
         !called,
         "the change is not called when there is nothing to change"
     );
+}
+
+/// `write_within` and `update_within`: a write that would take the files
+/// below the quota's scope (hidden ones included, nothing outside it) over
+/// its limit is [`StoreError::StoreFull`] with the total it would have
+/// made, and writes nothing, not even a parent directory. The bytes of a
+/// replaced file are subtracted. With `Create`, an existing entry is
+/// "already exists" first; the quota comes before the write's other checks.
+pub fn store_quota_is_checked_with_the_write(store: &dyn MemoryStore) {
+    let root = MemoryPath::root();
+    let q = |max_bytes| Quota {
+        scope: &root,
+        max_bytes,
+    };
+    let full =
+        |result: Result<crate::store::Version, StoreError>, at: &str, want: u64| match store_err(
+            result,
+        ) {
+            StoreError::StoreFull { path, total, limit } => {
+                assert_eq!(path.normalized(), at);
+                assert_eq!((total, limit), (want, 10));
+            }
+            other => panic!("expected StoreFull, got {other:?}"),
+        };
+    put(store, "/memories/a/one.txt", b"12345");
+    put(store, "/memories/.hidden", b"1");
+    let two = path("/memories/a/two.txt");
+    assert!(
+        store
+            .write_within(&two, b"12", WriteMode::Create, q(10))
+            .is_ok()
+    );
+    // 8 bytes held; 3 more would be 11.
+    let three = path("/memories/b/three.txt");
+    full(
+        store.write_within(&three, b"123", WriteMode::Create, q(10)),
+        "/memories/b/three.txt",
+        11,
+    );
+    assert!(!exists(store, "/memories/b/three.txt"));
+    assert!(
+        !exists(store, "/memories/b"),
+        "a refused write made a parent"
+    );
+    assert_eq!(store.total_size().ok(), Some(8));
+    // Exactly at the limit is allowed.
+    assert!(
+        store
+            .write_within(&three, b"12", WriteMode::Create, q(10))
+            .is_ok()
+    );
+    // Replacing subtracts the old bytes: 10 - 5 + 5 fits, + 6 does not.
+    let one = path("/memories/a/one.txt");
+    assert!(
+        store
+            .write_within(&one, b"abcde", WriteMode::Overwrite, q(10))
+            .is_ok()
+    );
+    full(
+        store.write_within(&one, b"abcdef", WriteMode::Overwrite, q(10)),
+        "/memories/a/one.txt",
+        11,
+    );
+    assert_eq!(bytes(store, "/memories/a/one.txt"), b"abcde");
+    // "Already exists" comes before the quota; the quota before the rest.
+    assert!(matches!(
+        store_err(store.write_within(&one, b"123456789012", WriteMode::Create, q(10))),
+        StoreError::AlreadyExists { .. }
+    ));
+    full(
+        store.write_within(&path("/memories/a"), b"1", WriteMode::Overwrite, q(10)),
+        "/memories/a",
+        11,
+    );
+    full(
+        store.write_within(
+            &path("/memories/a/one.txt/x"),
+            b"1",
+            WriteMode::Create,
+            q(10),
+        ),
+        "/memories/a/one.txt/x",
+        11,
+    );
+    assert!(matches!(
+        store_err(store.write_within(&path("/memories/a"), b"1", WriteMode::Overwrite, q(99))),
+        StoreError::IsADirectory { .. }
+    ));
+    assert!(matches!(
+        store_err(store.write_within(
+            &path("/memories/a/one.txt/x"),
+            b"1",
+            WriteMode::Create,
+            q(99)
+        )),
+        StoreError::ParentNotDirectory { .. }
+    ));
+    // A scope counts the files below it only; it need not exist yet.
+    let c = path("/memories/c");
+    let in_c = Quota {
+        scope: &c,
+        max_bytes: 4,
+    };
+    let c1 = path("/memories/c/x.txt");
+    assert!(
+        store
+            .write_within(&c1, b"1234", WriteMode::Create, in_c)
+            .is_ok()
+    );
+    match store_err(store.write_within(&path("/memories/c/y.txt"), b"1", WriteMode::Create, in_c)) {
+        StoreError::StoreFull { total, limit, .. } => assert_eq!((total, limit), (5, 4)),
+        other => panic!("expected StoreFull, got {other:?}"),
+    }
+    assert!(!exists(store, "/memories/c/y.txt"));
+
+    // update_within: the change runs, then the quota is checked.
+    store.delete(&c).ok();
+    assert_eq!(store.total_size().ok(), Some(10));
+    let mut calls = 0;
+    let mut grow = |data: &[u8]| {
+        calls += 1;
+        Ok([data, b"+"].concat())
+    };
+    match store.update_within(&one, u64::MAX, q(10), &mut grow) {
+        Err(StoreError::StoreFull { path, total, limit }) => {
+            assert_eq!(path.normalized(), "/memories/a/one.txt");
+            assert_eq!((total, limit), (11, 10));
+        }
+        other => panic!("expected StoreFull, got {other:?}"),
+    }
+    assert!(calls >= 1);
+    assert_eq!(bytes(store, "/memories/a/one.txt"), b"abcde");
+    let mut shrink = |data: &[u8]| Ok(data[1..].to_vec());
+    assert_eq!(
+        store.update_within(&one, u64::MAX, q(10), &mut shrink).ok(),
+        Some(Updated::Written(b"bcde".to_vec()))
+    );
+    let mut grow = |data: &[u8]| Ok([data, b"+"].concat());
+    assert_eq!(
+        store.update_within(&one, u64::MAX, q(10), &mut grow).ok(),
+        Some(Updated::Written(b"bcde+".to_vec()))
+    );
+    let mut never = |_: &[u8]| Err(Abort);
+    assert_eq!(
+        store.update_within(&one, u64::MAX, q(0), &mut never).ok(),
+        Some(Updated::Aborted)
+    );
+    assert!(matches!(
+        store.update_within(&path("/memories/none.txt"), u64::MAX, q(99), &mut never),
+        Err(StoreError::NotFound { .. })
+    ));
+    assert_eq!(store.total_size().ok(), Some(10));
+}
+
+/// `delete_file_if`: removes a file only if it is still a file that the
+/// predicate accepts at that instant.
+pub fn store_delete_file_if_decides_at_the_instant(store: &dyn MemoryStore) {
+    put(store, "/memories/d/f.txt", b"abc");
+    let f = path("/memories/d/f.txt");
+    let mut seen = None;
+    let mut no = |m: &crate::store::Metadata| {
+        seen = Some((m.kind, m.len));
+        false
+    };
+    assert_eq!(store.delete_file_if(&f, &mut no).ok(), Some(false));
+    assert_eq!(seen, Some((EntryKind::File, 3)));
+    assert!(exists(store, "/memories/d/f.txt"));
+    let mut yes = |_: &crate::store::Metadata| true;
+    for other in ["/memories/d", "/memories/missing.txt", "/memories"] {
+        assert_eq!(
+            store.delete_file_if(&path(other), &mut yes).ok(),
+            Some(false)
+        );
+    }
+    assert!(exists(store, "/memories/d"));
+    let mut three = |m: &crate::store::Metadata| m.kind == EntryKind::File && m.len == 3;
+    assert_eq!(store.delete_file_if(&f, &mut three).ok(), Some(true));
+    assert!(!exists(store, "/memories/d/f.txt"));
+    assert!(exists(store, "/memories/d"), "only the file is removed");
 }

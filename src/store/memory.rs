@@ -7,8 +7,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::SystemTime;
 
 use super::{
-    DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, StoreError, StoreResult,
-    Version, WriteMode,
+    DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Quota, StoreError,
+    StoreResult, Version, WriteMode, check_quota,
 };
 use crate::path::MemoryPath;
 
@@ -82,6 +82,62 @@ impl InMemoryStore {
 }
 
 impl InMemoryStore {
+    /// `write`, and with a quota `write_within`, in one step under the
+    /// write lock.
+    fn write_checked(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+        quota: Option<Quota<'_>>,
+    ) -> StoreResult<Version> {
+        let mut inner = self.write_inner();
+        if path.is_root() {
+            return Err(StoreError::write_to_root(path, mode));
+        }
+        let found = inner.root.lookup(path.components());
+        if let Some(quota) = quota {
+            let replaced = match found {
+                Lookup::Found(_) if mode == WriteMode::Create => {
+                    return Err(StoreError::AlreadyExists { path: path.clone() });
+                }
+                Lookup::Found(Node::File { data, .. }) => data.len() as u64,
+                _ => 0,
+            };
+            let after = inner
+                .root
+                .total_below(quota.scope)
+                .saturating_sub(replaced)
+                .saturating_add(data.len() as u64);
+            check_quota(path, after, quota)?;
+        }
+        let existing = match found {
+            Lookup::ParentFile(depth) => return Err(StoreError::parent_not_directory(path, depth)),
+            Lookup::Found(Node::Dir(_)) => Some(None),
+            Lookup::Found(Node::File { version, .. }) => {
+                Some(Some(Version::new(u128::from(*version))))
+            }
+            Lookup::Missing => None,
+        };
+        StoreError::check_write(path, existing, mode)?;
+        inner.generation += 1;
+        let version = inner.generation;
+        let name = path.name().unwrap_or_default().to_owned();
+        let parent = inner
+            .root
+            .parent_mut(path.components())
+            .ok_or_else(|| StoreError::parent_not_directory(path, 0))?;
+        parent.children.insert(
+            name,
+            Node::File {
+                data: Arc::from(data),
+                version,
+                modified: SystemTime::now(),
+            },
+        );
+        Ok(Version::new(u128::from(version)))
+    }
+
     /// The shared bytes and version of a file.
     fn file(&self, path: &MemoryPath) -> StoreResult<(Arc<[u8]>, u64)> {
         let inner = self.read_inner();
@@ -146,6 +202,17 @@ impl Dir {
             }
         }
         total
+    }
+
+    /// Bytes of every file below `scope` (0 if it is not a directory).
+    fn total_below(&self, scope: &MemoryPath) -> u64 {
+        if scope.is_root() {
+            return self.total();
+        }
+        match self.lookup(scope.components()) {
+            Lookup::Found(Node::Dir(d)) => d.total(),
+            _ => 0,
+        }
     }
 
     /// The longest relative path below this directory, in bytes: for an
@@ -236,35 +303,18 @@ impl MemoryStore for InMemoryStore {
     }
 
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        let mut inner = self.write_inner();
-        if path.is_root() {
-            return Err(StoreError::write_to_root(path, mode));
-        }
-        let existing = match inner.root.lookup(path.components()) {
-            Lookup::ParentFile(depth) => return Err(StoreError::parent_not_directory(path, depth)),
-            Lookup::Found(Node::Dir(_)) => Some(None),
-            Lookup::Found(Node::File { version, .. }) => {
-                Some(Some(Version::new(u128::from(*version))))
-            }
-            Lookup::Missing => None,
-        };
-        StoreError::check_write(path, existing, mode)?;
-        inner.generation += 1;
-        let version = inner.generation;
-        let name = path.name().unwrap_or_default().to_owned();
-        let parent = inner
-            .root
-            .parent_mut(path.components())
-            .ok_or_else(|| StoreError::parent_not_directory(path, 0))?;
-        parent.children.insert(
-            name,
-            Node::File {
-                data: Arc::from(data),
-                version,
-                modified: SystemTime::now(),
-            },
-        );
-        Ok(Version::new(u128::from(version)))
+        self.write_checked(path, data, mode, None)
+    }
+
+    /// The quota is checked under the same lock as the write.
+    fn write_within(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+        quota: Quota<'_>,
+    ) -> StoreResult<Version> {
+        self.write_checked(path, data, mode, Some(quota))
     }
 
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
@@ -359,6 +409,24 @@ impl MemoryStore for InMemoryStore {
 
     fn total_size(&self) -> StoreResult<u64> {
         Ok(self.read_inner().root.total())
+    }
+
+    fn delete_file_if(
+        &self,
+        path: &MemoryPath,
+        still: &mut dyn FnMut(&Metadata) -> bool,
+    ) -> StoreResult<bool> {
+        let mut inner = self.write_inner();
+        match inner.root.lookup(path.components()) {
+            Lookup::Found(node @ Node::File { .. }) if still(&metadata(node)) => {}
+            _ => return Ok(false),
+        }
+        let name = path.name().unwrap_or_default();
+        Ok(inner
+            .root
+            .parent_mut(path.components())
+            .and_then(|parent| parent.children.remove(name))
+            .is_some())
     }
 }
 

@@ -149,6 +149,45 @@ fn backoff(attempt: u32) {
     std::thread::sleep(base / 2 + base.mul_f64(jitter as f64 / 1000.0));
 }
 
+/// A size cap on part of a store, for [`MemoryStore::write_within`] and
+/// [`MemoryStore::update_within`]: the bytes of every file below `scope`
+/// (hidden ones included) may not exceed `max_bytes` after the write.
+///
+/// `scope` is the root for a whole store, or (in a shared base) the
+/// directory of one tenant; the path written must be below it.
+#[derive(Debug, Clone, Copy)]
+pub struct Quota<'a> {
+    /// The directory whose files are counted (it need not exist yet).
+    pub scope: &'a MemoryPath,
+    /// The most bytes its files may hold after the write.
+    pub max_bytes: u64,
+}
+
+/// Bytes of the files below `scope`, 0 if it does not exist (yet) or is
+/// not a directory: the default quota measure.
+pub(crate) fn bytes_below<S: MemoryStore + ?Sized>(
+    store: &S,
+    scope: &MemoryPath,
+) -> StoreResult<u64> {
+    match walk::total_size(store, scope) {
+        Err(StoreError::NotFound { .. } | StoreError::NotADirectory { .. }) => Ok(0),
+        other => other,
+    }
+}
+
+/// The error for a write that would take `quota`'s scope to `total` bytes,
+/// if that is over its limit.
+pub(crate) fn check_quota(path: &MemoryPath, total: u64, quota: Quota<'_>) -> StoreResult<()> {
+    if total > quota.max_bytes {
+        return Err(StoreError::StoreFull {
+            path: path.clone(),
+            total,
+            limit: quota.max_bytes,
+        });
+    }
+    Ok(())
+}
+
 /// How [`MemoryStore::write`] treats an existing entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteMode {
@@ -293,6 +332,106 @@ pub trait MemoryStore: Send + Sync {
     fn total_size(&self) -> StoreResult<u64> {
         walk::total_size(self, &MemoryPath::root())
     }
+
+    /// [`write`](Self::write) under a size cap: if the files below
+    /// `quota.scope` would hold more than `quota.max_bytes` bytes after the
+    /// write (the bytes of a file it replaces subtracted), nothing is
+    /// written and the answer is [`StoreError::StoreFull`] with the total
+    /// the write would have made.
+    ///
+    /// Order of checks: with [`WriteMode::Create`], an existing entry is
+    /// [`StoreError::AlreadyExists`] first; then the quota; then the
+    /// write's other checks ([`StoreError::IsADirectory`],
+    /// [`StoreError::ParentNotDirectory`], a compare-and-swap conflict, …).
+    ///
+    /// The check must be atomic with the write, so that concurrent writers
+    /// can never take the scope over its cap together. The default is
+    /// **not**: it totals the scope with the [tree walk](walk::total_size),
+    /// then writes, so two writers can both pass the check. A store with a
+    /// write lock (or transactions) must override it; the in-memory and
+    /// filesystem stores do.
+    fn write_within(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+        quota: Quota<'_>,
+    ) -> StoreResult<Version> {
+        let existing = self.stat(path)?;
+        let replaced = match (&existing, mode) {
+            // `write` answers "already exists" (or wins a race and writes).
+            (Some(_), WriteMode::Create) => return self.write(path, data, mode),
+            (Some(m), _) if m.kind == EntryKind::File => m.len,
+            _ => 0,
+        };
+        let total = bytes_below(self, quota.scope)?;
+        let after = total
+            .saturating_sub(replaced)
+            .saturating_add(data.len() as u64);
+        check_quota(path, after, quota)?;
+        self.write(path, data, mode)
+    }
+
+    /// [`update`](Self::update) under a size cap (see
+    /// [`write_within`](Self::write_within)): `change` runs as in `update`;
+    /// if its bytes would take the files below `quota.scope` over
+    /// `quota.max_bytes`, nothing is written and the answer is
+    /// [`StoreError::StoreFull`].
+    ///
+    /// The default is the compare-and-swap loop of the default `update`,
+    /// writing with `write_within` and [`WriteMode::Update`]: it is atomic
+    /// exactly when this store's `write_within` is. A store that runs
+    /// `update` under a write lock should override it to check the quota
+    /// under that lock too (the filesystem store does).
+    fn update_within(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        quota: Quota<'_>,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        for attempt in 0..UPDATE_ATTEMPTS {
+            if attempt > 0 {
+                backoff(attempt);
+            }
+            let file = self.read(path, limit)?;
+            let Ok(new) = change(&file.data) else {
+                return Ok(Updated::Aborted);
+            };
+            match self.write_within(path, &new, WriteMode::Update(file.version), quota) {
+                Ok(_) => return Ok(Updated::Written(new)),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Conflict { path: path.clone() })
+    }
+
+    /// Removes the file at `path` only if, at that instant, it is still a
+    /// file and `still` accepts its metadata: `Ok(true)` if removed,
+    /// `Ok(false)` if it is gone, is not a file, or `still` said no.
+    /// Expiry uses it to delete only a file that is still old, so a file
+    /// another agent has just rewritten is kept.
+    ///
+    /// `still` may be called under the store's lock: it must not call the
+    /// store. The default stats and then deletes, which another writer can
+    /// race; every backend in this crate overrides it with one atomic step
+    /// (a custom backend should too).
+    fn delete_file_if(
+        &self,
+        path: &MemoryPath,
+        still: &mut dyn FnMut(&Metadata) -> bool,
+    ) -> StoreResult<bool> {
+        match self.stat(path)? {
+            Some(m) if m.kind == EntryKind::File && still(&m) => {}
+            _ => return Ok(false),
+        }
+        match self.delete(path) {
+            Ok(()) => Ok(true),
+            Err(StoreError::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 macro_rules! forward_store {
@@ -333,6 +472,31 @@ macro_rules! forward_store {
             }
             fn total_size(&self) -> StoreResult<u64> {
                 (**self).total_size()
+            }
+            fn write_within(
+                &self,
+                path: &MemoryPath,
+                data: &[u8],
+                mode: WriteMode,
+                quota: Quota<'_>,
+            ) -> StoreResult<Version> {
+                (**self).write_within(path, data, mode, quota)
+            }
+            fn update_within(
+                &self,
+                path: &MemoryPath,
+                limit: u64,
+                quota: Quota<'_>,
+                change: &mut Change<'_>,
+            ) -> StoreResult<Updated> {
+                (**self).update_within(path, limit, quota, change)
+            }
+            fn delete_file_if(
+                &self,
+                path: &MemoryPath,
+                still: &mut dyn FnMut(&Metadata) -> bool,
+            ) -> StoreResult<bool> {
+                (**self).delete_file_if(path, still)
             }
         }
     )*};

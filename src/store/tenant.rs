@@ -1,8 +1,8 @@
 //! [`TenantStore`]: one tenant's `/memories` inside a shared base store.
 
 use super::{
-    Change, DirEntry, FileContent, FileReader, MemoryStore, Metadata, StoreError, StoreResult,
-    Updated, Version, WriteMode,
+    Change, DirEntry, FileContent, FileReader, MemoryStore, Metadata, Quota, StoreError,
+    StoreResult, Updated, Version, WriteMode,
 };
 use crate::path::MemoryPath;
 use crate::tenant::TenantId;
@@ -194,5 +194,61 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
     /// tenant's, so it is walked here rather than forwarded.
     fn total_size(&self) -> StoreResult<u64> {
         super::walk::total_size(self, &MemoryPath::root())
+    }
+
+    /// Forwarded with the quota's scope moved into the tenant's directory,
+    /// so the base counts (atomically, if it can) this tenant's files only.
+    fn write_within(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+        quota: Quota<'_>,
+    ) -> StoreResult<Version> {
+        if path.is_root() {
+            return Err(StoreError::write_to_root(path, mode));
+        }
+        let scope = self.inner(quota.scope);
+        let quota = Quota {
+            scope: &scope,
+            max_bytes: quota.max_bytes,
+        };
+        self.base
+            .write_within(&self.inner(path), data, mode, quota)
+            .map_err(|e| self.outer(e))
+    }
+
+    /// Forwarded like [`write_within`](Self::write_within).
+    fn update_within(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        quota: Quota<'_>,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        if path.is_root() {
+            return Err(StoreError::IsADirectory { path: path.clone() });
+        }
+        let scope = self.inner(quota.scope);
+        let quota = Quota {
+            scope: &scope,
+            max_bytes: quota.max_bytes,
+        };
+        self.base
+            .update_within(&self.inner(path), limit, quota, change)
+            .map_err(|e| self.outer(e))
+    }
+
+    fn delete_file_if(
+        &self,
+        path: &MemoryPath,
+        still: &mut dyn FnMut(&Metadata) -> bool,
+    ) -> StoreResult<bool> {
+        if path.is_root() {
+            return Ok(false);
+        }
+        self.base
+            .delete_file_if(&self.inner(path), still)
+            .map_err(|e| self.outer(e))
     }
 }

@@ -76,6 +76,30 @@ pub fn walk<S: MemoryStore + ?Sized>(
     order: Order,
     visit: &mut dyn FnMut(Step<'_>) -> StoreResult<Flow>,
 ) -> StoreResult<()> {
+    walk_inner(store, start, order, false, visit)
+}
+
+/// [`walk`], except that a directory below `start` that cannot be listed
+/// (no permission, removed meanwhile, a storage failure) is walked as if
+/// empty instead of ending the walk: its `Enter` and `Leave` still come.
+/// For directory views, where one unreadable subdirectory must not hide
+/// every other file.
+pub(crate) fn walk_skipping_unlistable<S: MemoryStore + ?Sized>(
+    store: &S,
+    start: &MemoryPath,
+    order: Order,
+    visit: &mut dyn FnMut(Step<'_>) -> StoreResult<Flow>,
+) -> StoreResult<()> {
+    walk_inner(store, start, order, true, visit)
+}
+
+fn walk_inner<S: MemoryStore + ?Sized>(
+    store: &S,
+    start: &MemoryPath,
+    order: Order,
+    skip_unlistable: bool,
+    visit: &mut dyn FnMut(Step<'_>) -> StoreResult<Flow>,
+) -> StoreResult<()> {
     struct Frame {
         path: MemoryPath,
         depth: usize,
@@ -132,7 +156,11 @@ pub fn walk<S: MemoryStore + ?Sized>(
                     depth,
                 })?;
                 let children = match flow {
-                    Flow::Continue => list(&path)?,
+                    Flow::Continue => match list(&path) {
+                        Ok(children) => children,
+                        Err(_) if skip_unlistable => Vec::new().into_iter(),
+                        Err(e) => return Err(e),
+                    },
                     Flow::Skip => Vec::new().into_iter(),
                 };
                 stack.push(Frame {

@@ -1,5 +1,7 @@
 //! The checks every write passes before it reaches the store: the content
-//! policy and the file and store size limits.
+//! policy and the file size limit. (The store size limit is checked by the
+//! store, atomically with the write: `MemoryStore::write_within` and
+//! `update_within`.)
 
 use std::borrow::Cow;
 
@@ -27,27 +29,23 @@ impl<S: MemoryStore> MemoryTool<S> {
         }
     }
 
+    /// The content policy's verdict on a name a write creates: `Err` with
+    /// `refusal(reason)`, the model-facing text, if it refuses it.
+    pub(super) fn check_name(
+        &self,
+        path: &MemoryPath,
+        refusal: impl FnOnce(&str) -> String,
+    ) -> Result<(), String> {
+        match self.policy.as_ref().and_then(|p| p.check_path(path)) {
+            Some(reason) => Err(refusal(&reason)),
+            None => Ok(()),
+        }
+    }
+
     pub(super) fn check_file_size(&self, raw: &str, size: u64) -> Result<(), String> {
         let limit = self.config.max_file_size;
         if size > limit {
             return Err(render::file_too_large(raw, size, limit));
-        }
-        Ok(())
-    }
-
-    /// Refuses a write that replaces `old` bytes with `new` if the store
-    /// would then exceed its limit.
-    pub(super) fn check_store_size(&self, raw: &str, old: u64, new: u64) -> Result<(), String> {
-        let Some(limit) = self.config.max_store_size else {
-            return Ok(());
-        };
-        let total = self
-            .store
-            .total_size()
-            .map_err(|e| render::storage_failure(&e, raw))?;
-        let after = total.saturating_sub(old) + new;
-        if after > limit {
-            return Err(render::store_too_large(after, limit));
         }
         Ok(())
     }

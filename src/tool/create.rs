@@ -3,9 +3,10 @@
 
 use super::{MemoryTool, Outcome, parse};
 use crate::config::CreatePolicy;
+use crate::path::MemoryPath;
 use crate::render;
 use crate::result::Content;
-use crate::store::{MemoryStore, StoreError, WriteMode};
+use crate::store::{MemoryStore, Quota, StoreError, WriteMode};
 
 impl<S: MemoryStore> MemoryTool<S> {
     pub(super) fn create(&self, raw: &str, file_text: &str) -> Outcome {
@@ -16,6 +17,7 @@ impl<S: MemoryStore> MemoryTool<S> {
         if path.has_trailing_slash() {
             return Err(render::ends_in_slash(raw));
         }
+        self.check_name(&path, |reason| render::policy_refused(raw, reason))?;
         let file_text = self.apply_policy(&path, file_text.into())?;
         let file_text = file_text.as_ref();
         let size = file_text.len() as u64;
@@ -24,20 +26,21 @@ impl<S: MemoryStore> MemoryTool<S> {
             CreatePolicy::Reject => WriteMode::Create,
             CreatePolicy::Overwrite => WriteMode::Overwrite,
         };
-        if self.config.max_store_size.is_some() {
-            let existing = self
-                .store
-                .stat(&path)
-                .map_err(|e| render::storage_failure(&e, raw))?;
-            // A plain create would say "already exists" first.
-            let replaced = match existing {
-                Some(_) if mode == WriteMode::Create => return Err(render::already_exists(raw)),
-                Some(m) => m.len,
-                None => 0,
-            };
-            self.check_store_size(raw, replaced, size)?;
-        }
-        match self.store.write(&path, file_text.as_bytes(), mode) {
+        let data = file_text.as_bytes();
+        // With a store limit, the store checks it atomically with the write
+        // (after "already exists", before the other checks).
+        let written = match self.config.max_store_size {
+            Some(max_bytes) => {
+                let root = MemoryPath::root();
+                let quota = Quota {
+                    scope: &root,
+                    max_bytes,
+                };
+                self.store.write_within(&path, data, mode, quota)
+            }
+            None => self.store.write(&path, data, mode),
+        };
+        match written {
             Ok(_) => Ok(Content::Text(render::created(raw))),
             Err(StoreError::AlreadyExists { .. } | StoreError::IsADirectory { .. }) => {
                 Err(render::already_exists(raw))

@@ -6,7 +6,7 @@ use crate::lines;
 use crate::path::MemoryPath;
 use crate::render;
 use crate::result::Content;
-use crate::store::{Abort, MemoryStore, StoreError, Updated};
+use crate::store::{Abort, MemoryStore, Quota, StoreError, Updated};
 
 impl<S: MemoryStore> MemoryTool<S> {
     pub(super) fn str_replace(&self, raw: &str, old_str: &str, new_str: &str) -> Outcome {
@@ -101,9 +101,6 @@ impl<S: MemoryStore> MemoryTool<S> {
                 let edited = self.apply_policy(path, edited.into())?.into_owned();
                 let size = edited.len() as u64;
                 self.check_file_size(raw, size)?;
-                if self.config.max_store_size.is_some() {
-                    self.check_store_size(raw, data.len() as u64, size)?;
-                }
                 Ok::<_, String>((edited, more))
             })();
             match attempt {
@@ -117,7 +114,19 @@ impl<S: MemoryStore> MemoryTool<S> {
                 }
             }
         };
-        let outcome = self.store.update(path, limit, &mut compute);
+        // With a store limit, the store checks it after `compute`,
+        // atomically with the write.
+        let outcome = match self.config.max_store_size {
+            Some(max_bytes) => {
+                let root = MemoryPath::root();
+                let quota = Quota {
+                    scope: &root,
+                    max_bytes,
+                };
+                self.store.update_within(path, limit, quota, &mut compute)
+            }
+            None => self.store.update(path, limit, &mut compute),
+        };
         match outcome {
             Ok(Updated::Written(bytes)) => {
                 let text = String::from_utf8(bytes).map_err(|_| render::not_utf8(raw))?;

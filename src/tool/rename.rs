@@ -23,6 +23,9 @@ impl<S: MemoryStore> MemoryTool<S> {
                 Some(_) => render::move_into_itself(old_raw),
             });
         }
+        self.check_name(&to, |reason| {
+            render::rename_refused(old_raw, new_raw, reason)
+        })?;
         match self.store.rename(&from, &to) {
             Ok(()) => Ok(Content::Text(render::renamed(old_raw, new_raw))),
             Err(StoreError::NotFound { .. }) => Err(render::missing(old_raw)),

@@ -9,7 +9,8 @@ use crate::numbered::Numberer;
 use crate::path::MemoryPath;
 use crate::render;
 use crate::result::{Content, ImageFormat};
-use crate::store::{FileReader, Flow, MemoryStore, Op, Order, Step, StoreError, walk};
+use crate::store::walk::walk_skipping_unlistable;
+use crate::store::{FileReader, Flow, MemoryStore, Op, Order, Step, StoreError};
 
 /// Bytes read from a file at a time while viewing it.
 const READ_CHUNK: usize = 64 * 1024;
@@ -71,7 +72,9 @@ impl<S: MemoryStore> MemoryTool<S> {
         // One frame per open directory: how it is shown (depth < 2 only:
         // deeper ones have no listed children), its row, its visible total.
         let mut open: Vec<(String, Option<usize>, u64)> = Vec::new();
-        walk(&self.store, dir, Order::ByName, &mut |step| {
+        // An unlistable subdirectory is shown without its contents: one
+        // entry that cannot be read must not hide all the others.
+        walk_skipping_unlistable(&self.store, dir, Order::ByName, &mut |step| {
             match step {
                 Step::Enter { entry: None, .. } => open.push((base.clone(), Some(0), 0)),
                 Step::Enter {

@@ -47,8 +47,8 @@ use self::resolve::{DirFd, Parent, remove_made};
 use self::sys::{Entry, entry_at, io_error, modified};
 use self::version::content_version;
 use super::{
-    Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Op, StoreError,
-    StoreResult, Updated, Version, WriteMode,
+    Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Op, Quota,
+    StoreError, StoreResult, Updated, Version, WriteMode, bytes_below, check_quota,
 };
 use crate::path::MemoryPath;
 
@@ -315,6 +315,110 @@ impl FilesystemStore {
         self.sync(path, dir)
     }
 
+    /// `write`, and with a quota `write_within`, under the write lock.
+    fn write_checked(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+        quota: Option<Quota<'_>>,
+    ) -> StoreResult<Version> {
+        let _lock = self.lock(path)?;
+        let Some(name) = path.name() else {
+            return Err(StoreError::write_to_root(path, mode));
+        };
+        // Every check before anything is created, so a refused write leaves
+        // no stray directories.
+        let (existing, parent_file) = match self.parent(path)? {
+            Parent::File(depth) => (Entry::Absent, Some(depth)),
+            Parent::Missing => (Entry::Absent, None),
+            Parent::Dir(dir) => (
+                entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Stat, path, e))?,
+                None,
+            ),
+        };
+        // A FIFO, socket or device is no memory entry: it is treated as
+        // missing, and the write replaces it.
+        let special = matches!(existing, Entry::Other);
+        let existing = if special { Entry::Absent } else { existing };
+        if let Some(quota) = quota {
+            let replaced = match (&existing, mode) {
+                (Entry::Symlink, _) => return Err(StoreError::Symlink { path: path.clone() }),
+                (Entry::Absent, _) => 0,
+                (_, WriteMode::Create) => {
+                    return Err(StoreError::AlreadyExists { path: path.clone() });
+                }
+                (Entry::File(stat), _) => stat.st_size as u64,
+                _ => 0,
+            };
+            let after = bytes_below(self, quota.scope)?
+                .saturating_sub(replaced)
+                .saturating_add(data.len() as u64);
+            check_quota(path, after, quota)?;
+        }
+        if let Some(depth) = parent_file {
+            return Err(StoreError::parent_not_directory(path, depth));
+        }
+        match (existing, mode) {
+            (Entry::Symlink, _) => return Err(StoreError::Symlink { path: path.clone() }),
+            (Entry::Absent, WriteMode::Update(_)) => {
+                return Err(StoreError::NotFound { path: path.clone() });
+            }
+            (Entry::Absent, _) => {}
+            (_, WriteMode::Create) => return Err(StoreError::AlreadyExists { path: path.clone() }),
+            (Entry::Dir | Entry::Other, _) => {
+                return Err(StoreError::IsADirectory { path: path.clone() });
+            }
+            (Entry::File(_), WriteMode::Overwrite) => {}
+            (Entry::File(_), WriteMode::Update(expected)) => {
+                let current = match self.read(path, u64::MAX) {
+                    Ok(current) => current,
+                    Err(StoreError::NotFound { .. }) => {
+                        return Err(StoreError::NotFound { path: path.clone() });
+                    }
+                    Err(e) => return Err(e),
+                };
+                if current.version != expected {
+                    return Err(StoreError::Conflict { path: path.clone() });
+                }
+            }
+        }
+        let (dir, made) = self.make_parent(path)?;
+        let no_replace = mode == WriteMode::Create && !special;
+        if let Err(e) = self.install(path, &dir, name, data, no_replace) {
+            remove_made(&made);
+            return Err(e);
+        }
+        Ok(content_version(data))
+    }
+
+    /// `update`, and with a quota `update_within`, under the write lock.
+    fn update_checked(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        quota: Option<Quota<'_>>,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        let _lock = self.lock(path)?;
+        let (dir, current) = self.read_in_dir(path, limit)?;
+        let Ok(new) = change(&current.data) else {
+            return Ok(Updated::Aborted);
+        };
+        if let Some(quota) = quota {
+            let after = bytes_below(self, quota.scope)?
+                .saturating_sub(current.data.len() as u64)
+                .saturating_add(new.len() as u64);
+            check_quota(path, after, quota)?;
+        }
+        let name = path.name().unwrap_or_default();
+        // The file cannot have changed under the lock, except by a writer
+        // that ignores it: then `current` is still what this edit is based
+        // on, and the rename replaces the entry atomically.
+        self.install(path, &dir, name, &new, false)?;
+        Ok(Updated::Written(new))
+    }
+
     fn sync(&self, path: &MemoryPath, dir: &impl AsFd) -> StoreResult<()> {
         if self.durable {
             sys::sync_dir(path, dir)?;
@@ -365,49 +469,20 @@ impl MemoryStore for FilesystemStore {
     }
 
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        let _lock = self.lock(path)?;
-        let Some(name) = path.name() else {
-            return Err(StoreError::write_to_root(path, mode));
-        };
-        // Every check before anything is created, so a refused write leaves
-        // no stray directories.
-        let existing = match self.parent(path)? {
-            Parent::File(depth) => return Err(StoreError::parent_not_directory(path, depth)),
-            Parent::Missing => Entry::Absent,
-            Parent::Dir(dir) => {
-                entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Stat, path, e))?
-            }
-        };
-        match (existing, mode) {
-            (Entry::Symlink, _) => return Err(StoreError::Symlink { path: path.clone() }),
-            (Entry::Absent, WriteMode::Update(_)) => {
-                return Err(StoreError::NotFound { path: path.clone() });
-            }
-            (Entry::Absent, _) => {}
-            (_, WriteMode::Create) => return Err(StoreError::AlreadyExists { path: path.clone() }),
-            (Entry::Dir | Entry::Other, _) => {
-                return Err(StoreError::IsADirectory { path: path.clone() });
-            }
-            (Entry::File(_), WriteMode::Overwrite) => {}
-            (Entry::File(_), WriteMode::Update(expected)) => {
-                let current = match self.read(path, u64::MAX) {
-                    Ok(current) => current,
-                    Err(StoreError::NotFound { .. }) => {
-                        return Err(StoreError::NotFound { path: path.clone() });
-                    }
-                    Err(e) => return Err(e),
-                };
-                if current.version != expected {
-                    return Err(StoreError::Conflict { path: path.clone() });
-                }
-            }
-        }
-        let (dir, made) = self.make_parent(path)?;
-        if let Err(e) = self.install(path, &dir, name, data, mode == WriteMode::Create) {
-            remove_made(&made);
-            return Err(e);
-        }
-        Ok(content_version(data))
+        self.write_checked(path, data, mode, None)
+    }
+
+    /// The quota is totalled under the write lock, so no writer of this
+    /// store (thread or process) can write between the check and the
+    /// write. Only a write with a quota walks the tree.
+    fn write_within(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+        quota: Quota<'_>,
+    ) -> StoreResult<Version> {
+        self.write_checked(path, data, mode, Some(quota))
     }
 
     /// Runs `change` once, under the store's write lock (the in-process
@@ -419,17 +494,54 @@ impl MemoryStore for FilesystemStore {
         limit: u64,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        let _lock = self.lock(path)?;
-        let (dir, current) = self.read_in_dir(path, limit)?;
-        let Ok(new) = change(&current.data) else {
-            return Ok(Updated::Aborted);
+        self.update_checked(path, limit, None, change)
+    }
+
+    /// As `update`, with the quota checked under the same lock.
+    fn update_within(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        quota: Quota<'_>,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        self.update_checked(path, limit, Some(quota), change)
+    }
+
+    /// `stat` and `unlink` under the write lock.
+    fn delete_file_if(
+        &self,
+        path: &MemoryPath,
+        still: &mut dyn FnMut(&Metadata) -> bool,
+    ) -> StoreResult<bool> {
+        let Some(name) = path.name() else {
+            return Ok(false);
         };
-        let name = path.name().unwrap_or_default();
-        // The file cannot have changed under the lock, except by a writer
-        // that ignores it: then `current` is still what this edit is based
-        // on, and the rename replaces the entry atomically.
-        self.install(path, &dir, name, &new, false)?;
-        Ok(Updated::Written(new))
+        let _lock = self.lock(path)?;
+        let dir = match self.parent(path)? {
+            Parent::Dir(fd) => fd,
+            _ => return Ok(false),
+        };
+        let Entry::File(stat) =
+            entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Delete, path, e))?
+        else {
+            return Ok(false);
+        };
+        let metadata = Metadata {
+            kind: EntryKind::File,
+            len: stat.st_size as u64,
+            modified: modified(&stat),
+        };
+        if !still(&metadata) {
+            return Ok(false);
+        }
+        match sys::unlink(&dir, name) {
+            Ok(()) => {}
+            Err(Errno::NOENT) => return Ok(false),
+            Err(e) => return Err(io_error(Op::Delete, path, e)),
+        }
+        self.sync(path, &dir)?;
+        Ok(true)
     }
 
     fn list(&self, dir_path: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
@@ -451,10 +563,11 @@ impl MemoryStore for FilesystemStore {
                             Ok(Entry::Symlink) => StoreError::Symlink {
                                 path: dir_path.clone(),
                             },
-                            Ok(Entry::Absent) => StoreError::NotFound {
+                            // A FIFO, socket or device: no memory entry.
+                            Ok(Entry::Absent | Entry::Other) => StoreError::NotFound {
                                 path: dir_path.clone(),
                             },
-                            Ok(Entry::File(_) | Entry::Other) => StoreError::NotADirectory {
+                            Ok(Entry::File(_)) => StoreError::NotADirectory {
                                 path: dir_path.clone(),
                             },
                             _ => io_error(Op::List, dir_path, e),
@@ -503,7 +616,10 @@ impl MemoryStore for FilesystemStore {
             _ => return Err(StoreError::NotFound { path: path.clone() }),
         };
         let result = match entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Delete, path, e))? {
-            Entry::Absent => return Err(StoreError::NotFound { path: path.clone() }),
+            // A FIFO, socket or device is no memory entry: missing.
+            Entry::Absent | Entry::Other => {
+                return Err(StoreError::NotFound { path: path.clone() });
+            }
             Entry::Dir => tree::remove_tree(dir.as_fd(), name),
             _ => sys::unlink(&dir, name),
         };
@@ -545,7 +661,8 @@ impl MemoryStore for FilesystemStore {
             Parent::Dir(fd) => fd,
             _ => return Err(StoreError::NotFound { path: from.clone() }),
         };
-        if let Entry::Absent =
+        // A FIFO, socket or device is no memory entry: missing.
+        if let Entry::Absent | Entry::Other =
             entry_at(from_dir.as_fd(), from_name).map_err(|e| io_error(Op::Stat, from, e))?
         {
             return Err(StoreError::NotFound { path: from.clone() });
@@ -557,20 +674,28 @@ impl MemoryStore for FilesystemStore {
         let Some(to_name) = to.name() else {
             return Err(StoreError::AlreadyExists { path: to.clone() });
         };
+        // A FIFO, socket or device at the destination is no memory entry:
+        // it is treated as missing, and the move replaces it.
+        let mut special = false;
         match self.parent(to)? {
             Parent::File(depth) => return Err(StoreError::parent_not_directory(to, depth)),
             Parent::Dir(dir) => {
-                if !matches!(
-                    entry_at(dir.as_fd(), to_name).map_err(|e| io_error(Op::Stat, to, e))?,
-                    Entry::Absent
-                ) {
-                    return Err(StoreError::AlreadyExists { path: to.clone() });
+                match entry_at(dir.as_fd(), to_name).map_err(|e| io_error(Op::Stat, to, e))? {
+                    Entry::Absent => {}
+                    Entry::Other => special = true,
+                    _ => return Err(StoreError::AlreadyExists { path: to.clone() }),
                 }
             }
             Parent::Missing => {}
         }
         StoreError::check_depth(from, to, below)?;
         let (to_dir, made) = self.make_parent(to)?;
+        if special {
+            match sys::unlink(&to_dir, to_name) {
+                Ok(()) | Err(Errno::NOENT) => {}
+                Err(e) => return Err(io_error(Op::Rename, to, e)),
+            }
+        }
         if let Err(e) =
             sys::rename_no_replace(from_dir.as_fd(), from_name, to_dir.as_fd(), to_name, to)
         {

@@ -108,6 +108,9 @@ pub(super) fn open_for_read(dir: impl AsFd, name: &str, path: &MemoryPath) -> St
         // Nothing at the name, or a non-directory where a directory was
         // expected on the way: to the model, the file does not exist.
         Err(Errno::NOENT) | Err(Errno::NOTDIR) => Err(StoreError::NotFound { path: path.clone() }),
+        // A socket (`ENXIO`), or a device without a driver (`ENXIO`,
+        // `ENODEV`): no memory entry, so missing, as `stat` and `list` say.
+        Err(Errno::NXIO) | Err(Errno::NODEV) => Err(StoreError::NotFound { path: path.clone() }),
         // `O_NOFOLLOW` met a symbolic link at the last component.
         Err(Errno::LOOP) => Err(StoreError::Symlink { path: path.clone() }),
         Err(e) => Err(io_error(Op::Open, path, e)),
