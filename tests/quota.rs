@@ -265,3 +265,47 @@ fn two_processes_never_exceed_the_limit_together() {
         }
     }
 }
+
+/// SQLite: every writer its own store (connection) on one database file,
+/// so the cap is held by the database's lock, not by a shared handle.
+#[cfg(feature = "sqlite")]
+#[test]
+fn sqlite_stores_on_one_file_never_exceed_the_limit_together() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("m.db");
+    let stores: Vec<_> = (0..THREADS)
+        .map(|_| claude_memory::SqliteStore::open(&db).expect("sqlite"))
+        .collect();
+    let outcomes = race("", |i| MemoryTool::with_config(&stores[i], config()));
+    check(&stores[0], &outcomes);
+}
+
+/// PostgreSQL: every writer its own pool on one tenant of the test
+/// database (skipped without CLAUDE_MEMORY_TEST_POSTGRES_URL, required in
+/// CI).
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_pools_never_exceed_the_limit_together() {
+    let Ok(url) = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL") else {
+        assert!(
+            std::env::var_os("CLAUDE_MEMORY_REQUIRE_POSTGRES").is_none(),
+            "CLAUDE_MEMORY_REQUIRE_POSTGRES is set but CLAUDE_MEMORY_TEST_POSTGRES_URL is not"
+        );
+        eprintln!("skipped: set CLAUDE_MEMORY_TEST_POSTGRES_URL");
+        return;
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let tenant = claude_memory::TenantId::parse(&format!("quota-{}-{nanos}", std::process::id()))
+        .expect("tenant id");
+    let stores: Vec<_> = (0..THREADS)
+        .map(|_| {
+            claude_memory::PostgresStore::connect(&url, 1)
+                .expect("postgres")
+                .for_tenant(&tenant)
+        })
+        .collect();
+    let outcomes = race("", |i| MemoryTool::with_config(&stores[i], config()));
+    check(&stores[0], &outcomes);
+}

@@ -13,8 +13,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::{Backend, Commit, Dialect, Fail, Param, SqlStore};
 use crate::path::MemoryPath;
 use crate::store::{
-    Change, DirEntry, EntryKind, FileContent, Metadata, StoreError, StoreResult, Updated, Version,
-    WriteMode,
+    Change, DirEntry, EntryKind, FileContent, Metadata, Quota, StoreError, StoreResult, Updated,
+    Version, WriteMode, check_quota,
 };
 
 /// A query that always returns a row returned none.
@@ -307,6 +307,82 @@ impl<'a, D: Dialect> Entries<'a, D> {
         Ok(Updated::Written(new))
     }
 
+    /// Bytes of this tenant's files below directory `scope` (all of them
+    /// for the root).
+    fn bytes_below(&mut self, scope: &MemoryPath) -> Result<u64, Fail> {
+        if scope.is_root() {
+            return self.total_size();
+        }
+        let (lo, hi) = below(&key(scope.components()));
+        let n = self.one(
+            "SELECT CAST(COALESCE(SUM(len), 0) AS BIGINT) FROM claude_memory_entries
+             WHERE tenant = $1 AND NOT is_dir AND path >= $2 AND path < $3",
+            &[Param::Text(self.tenant), Param::Text(&lo), Param::Text(&hi)],
+            |r| r.int(0),
+        )?;
+        Ok(n as u64)
+    }
+
+    /// [`write`](Self::write) under a size cap, checked in the same locked
+    /// transaction (so concurrent writers cannot overshoot it): "already
+    /// exists" first for a create, then the cap, then the write's checks.
+    pub(crate) fn write_within(
+        &mut self,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+        quota: Quota<'_>,
+    ) -> Result<Version, Fail> {
+        let replaced = match (self.row(&key(path.components()))?, mode) {
+            (Some(_), WriteMode::Create) => return self.write(path, data, mode),
+            (Some(r), _) if !r.is_dir => r.len as u64,
+            _ => 0,
+        };
+        let after = self
+            .bytes_below(quota.scope)?
+            .saturating_sub(replaced)
+            .saturating_add(data.len() as u64);
+        check_quota(path, after, quota)?;
+        self.write(path, data, mode)
+    }
+
+    /// [`update`](Self::update) under a size cap, in one locked
+    /// transaction: read, `change` once, the cap, write.
+    pub(crate) fn update_within(
+        &mut self,
+        path: &MemoryPath,
+        limit: u64,
+        quota: Quota<'_>,
+        change: &mut Change<'_>,
+    ) -> Result<Updated, Fail> {
+        let current = self.read(path, limit)?;
+        let Ok(new) = change(&current.data) else {
+            return Ok(Updated::Aborted);
+        };
+        let after = self
+            .bytes_below(quota.scope)?
+            .saturating_sub(current.data.len() as u64)
+            .saturating_add(new.len() as u64);
+        check_quota(path, after, quota)?;
+        self.put_file(path.components(), &new)?;
+        Ok(Updated::Written(new))
+    }
+
+    /// Deletes the file at `path` if `still` accepts its metadata, in one
+    /// locked transaction.
+    pub(crate) fn delete_file_if(
+        &mut self,
+        path: &MemoryPath,
+        still: &mut dyn FnMut(&Metadata) -> bool,
+    ) -> Result<bool, Fail> {
+        match self.stat(path)? {
+            Some(m) if m.kind == EntryKind::File && still(&m) => {}
+            _ => return Ok(false),
+        }
+        self.delete(path)?;
+        Ok(true)
+    }
+
     /// The children of a directory (the root included).
     pub(crate) fn list(&mut self, dir: &MemoryPath) -> Result<Vec<DirEntry>, Fail> {
         let k = key(dir.components());
@@ -534,6 +610,43 @@ pub(crate) fn update<B: Backend>(
     mutating(s, path, |e| e.update(path, limit, change))
 }
 
+pub(crate) fn write_within<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    data: &[u8],
+    mode: WriteMode,
+    quota: Quota<'_>,
+) -> StoreResult<Version> {
+    if path.is_root() {
+        return Err(StoreError::write_to_root(path, mode));
+    }
+    mutating(s, path, |e| e.write_within(path, data, mode, quota))
+}
+
+pub(crate) fn update_within<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    limit: u64,
+    quota: Quota<'_>,
+    change: &mut Change<'_>,
+) -> StoreResult<Updated> {
+    if path.is_root() {
+        return Err(StoreError::IsADirectory { path: path.clone() });
+    }
+    mutating(s, path, |e| e.update_within(path, limit, quota, change))
+}
+
+pub(crate) fn delete_file_if<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    still: &mut dyn FnMut(&Metadata) -> bool,
+) -> StoreResult<bool> {
+    if path.is_root() {
+        return Ok(false);
+    }
+    mutating(s, path, |e| e.delete_file_if(path, still))
+}
+
 pub(crate) fn remove_empty_dir<B: Backend>(
     s: &SqlStore<B>,
     path: &MemoryPath,
@@ -584,6 +697,34 @@ macro_rules! sql_store {
                 change: &mut Change<'_>,
             ) -> StoreResult<Updated> {
                 update(&self.0, path, limit, change)
+            }
+            /// The cap is checked in the write's locked transaction.
+            fn write_within(
+                &self,
+                path: &MemoryPath,
+                data: &[u8],
+                mode: WriteMode,
+                quota: Quota<'_>,
+            ) -> StoreResult<Version> {
+                write_within(&self.0, path, data, mode, quota)
+            }
+            /// One locked transaction: read, `change` once, the cap, write.
+            fn update_within(
+                &self,
+                path: &MemoryPath,
+                limit: u64,
+                quota: Quota<'_>,
+                change: &mut Change<'_>,
+            ) -> StoreResult<Updated> {
+                update_within(&self.0, path, limit, quota, change)
+            }
+            /// One locked transaction.
+            fn delete_file_if(
+                &self,
+                path: &MemoryPath,
+                still: &mut dyn FnMut(&Metadata) -> bool,
+            ) -> StoreResult<bool> {
+                delete_file_if(&self.0, path, still)
             }
             /// One statement in the locked transaction.
             fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
