@@ -7,6 +7,7 @@
 //! `view`, including the directory views Claude starts each session with,
 //! into a write that keeps everything alive forever.
 
+use std::collections::HashSet;
 use std::time::{Duration, SystemTime};
 
 use crate::path::MemoryPath;
@@ -38,23 +39,50 @@ impl ExpiryReport {
 /// still the file the walk listed (same size and modification time): one
 /// rewritten between the walk and the delete is kept (and counted in
 /// [`kept_files`](ExpiryReport::kept_files)). That check is atomic with the
-/// delete on the in-memory and filesystem stores (and tenants over them);
-/// the SQL stores use the trait's default, which checks, then deletes.
+/// delete on every store of this crate (under the store's lock, or in one
+/// transaction), and a directory goes only if it is empty at that instant
+/// ([`MemoryStore::remove_empty_dir`]).
 pub fn expire<S: MemoryStore + ?Sized>(
     store: &S,
     older_than: Duration,
     now: SystemTime,
 ) -> StoreResult<ExpiryReport> {
+    sweep(store, older_than, now, None)
+}
+
+/// What [`expire`] would remove now, changing nothing: the same files (and
+/// the directories every one of whose entries would go), the same report.
+pub fn preview<S: MemoryStore + ?Sized>(
+    store: &S,
+    older_than: Duration,
+    now: SystemTime,
+) -> StoreResult<ExpiryReport> {
+    sweep(store, older_than, now, Some(&mut HashSet::new()))
+}
+
+/// The one walk behind [`expire`] and [`preview`]: `preview` is the set
+/// of paths that would be gone when previewing, `None` when removing.
+fn sweep<S: MemoryStore + ?Sized>(
+    store: &S,
+    older_than: Duration,
+    now: SystemTime,
+    mut preview: Option<&mut HashSet<MemoryPath>>,
+) -> StoreResult<ExpiryReport> {
     let cutoff = now
         .checked_sub(older_than)
         .unwrap_or(SystemTime::UNIX_EPOCH);
     let mut report = ExpiryReport::default();
-    walk(store, &MemoryPath::root(), Order::AsListed, &mut |step| {
+    walk(store, &MemoryPath::root(), Order::ByName, &mut |step| {
         match step {
             Step::File { dir, entry, .. } if entry.modified.is_some_and(|m| m < cutoff) => {
                 let Some(child) = dir.join(&entry.name) else {
                     return Ok(Flow::Continue); // not a memory path: not ours to remove
                 };
+                if let Some(gone) = preview.as_deref_mut() {
+                    gone.insert(child.clone());
+                    report.removed_files.push((child, entry.len));
+                    return Ok(Flow::Continue);
+                }
                 // Decided on the listing; deleted only if, at that instant,
                 // it is still the file that was decided on (same size and
                 // modification time, so still before the cutoff): one
@@ -73,10 +101,26 @@ pub fn expire<S: MemoryStore + ?Sized>(
                 }
             }
             Step::File { .. } => report.kept_files += 1,
-            // Only remove a directory if it is empty at that instant
-            // (`rmdir`): a file another agent just put there stays.
-            Step::Leave { path, depth } if depth > 0 && store.remove_empty_dir(path)? => {
-                report.removed_dirs.push(path.clone());
+            Step::Leave { path, depth } if depth > 0 => {
+                let removed = match preview.as_deref_mut() {
+                    // Empty once every entry in it would be gone.
+                    Some(gone) => {
+                        let empty = store
+                            .list(path)?
+                            .iter()
+                            .all(|e| path.join(&e.name).is_some_and(|c| gone.contains(&c)));
+                        if empty {
+                            gone.insert(path.clone());
+                        }
+                        empty
+                    }
+                    // Only if it is empty at that instant (`rmdir`): a file
+                    // another agent just put there stays.
+                    None => store.remove_empty_dir(path)?,
+                };
+                if removed {
+                    report.removed_dirs.push(path.clone());
+                }
             }
             _ => {}
         }

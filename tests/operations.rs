@@ -147,12 +147,15 @@ fn expiry_removes_old_files_and_the_directories_they_leave_empty() {
             .dispatch(&json!({"command": "view", "path": "/memories/old/a.md"}))
             .is_error
     );
-    let report = claude_memory::expiry::expire(
-        tool.store(),
-        Duration::from_secs(7 * 86_400),
-        SystemTime::now(),
-    )
-    .expect("expire");
+    // A preview reports exactly what expiry then does, and changes nothing.
+    let now = SystemTime::now();
+    let preview =
+        claude_memory::expiry::preview(tool.store(), Duration::from_secs(7 * 86_400), now)
+            .expect("preview");
+    assert!(dir.path().join("old/deep/b.md").exists());
+    let report = claude_memory::expiry::expire(tool.store(), Duration::from_secs(7 * 86_400), now)
+        .expect("expire");
+    assert_eq!(preview, report);
     let mut removed: Vec<String> = report
         .removed_files
         .iter()
