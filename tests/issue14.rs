@@ -730,6 +730,7 @@ fn an_unlistable_subdirectory_does_not_hide_the_rest_of_a_view() {
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn sockets_and_fifos_in_the_store_root_are_missing_everywhere() {
     let dir = tempfile::tempdir().expect("tempdir");

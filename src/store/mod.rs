@@ -5,10 +5,7 @@
 //! of these primitives, so all backends answer byte for byte alike.
 
 mod error;
-#[cfg(unix)]
-mod fs;
-#[cfg(windows)]
-#[path = "fs/windows/mod.rs"]
+#[cfg(any(unix, windows))]
 mod fs;
 // Compiled everywhere, so its tests run on every platform.
 mod memory;

@@ -22,8 +22,6 @@
 
 mod host;
 mod names;
-#[path = "../version.rs"]
-mod version;
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -32,8 +30,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use self::host::{Dir, Entry, Pinned, io_error};
-use self::version::content_version;
-use super::{
+use super::version::content_version;
+use crate::store::{
     Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Op, StoreError,
     StoreResult, Updated, Version, WriteMode,
 };

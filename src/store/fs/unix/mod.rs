@@ -1,0 +1,710 @@
+//! `FilesystemStore`: memory files as real files under one root directory,
+//! reached only through a directory handle, never through a host path.
+//!
+//! - **Containment.** The root is opened once; every path is resolved
+//!   beneath that handle with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`
+//!   on Linux, or component by component with `openat(O_NOFOLLOW)` where
+//!   that is unavailable. A symbolic link anywhere on the way is refused,
+//!   whether it was planted beforehand or swapped in mid-call, and the final
+//!   step is always an `*at` call on a directory handle, so a rename or swap
+//!   of any directory (the root included) cannot redirect it.
+//! - **Atomicity and durability.** A write goes to a temporary file in the
+//!   target's directory, is fsynced, renamed into place, and the directory
+//!   fsynced. Temporary files are named `.claude-memory.tmp.*` and removed on
+//!   failure, and on the next open after a crash.
+//! - **Concurrency.** Mutations run under an in-process mutex plus an
+//!   advisory `flock` on `.claude-memory.lock` in the root, so compare-and-
+//!   swap edits, create-if-absent and rename-without-overwrite hold across
+//!   threads and processes. Creates and renames also use
+//!   `renameat2(RENAME_NOREPLACE)`, so they never overwrite even a file
+//!   written by a program that ignores the lock.
+//!
+//! The store is split along those lines: this module holds the store's
+//! logic (the type, its builder, the write lock and the [`MemoryStore`]
+//! implementation); `resolve` turns a memory path into a directory handle
+//! beneath the root (creating parents for writes); `sys` wraps the raw
+//! `*at` calls and maps their `errno` values to [`StoreError`];
+//! `version` derives the compare-and-swap version from content; `cleanup`
+//! names temporary files and sweeps up those a crash left.
+
+mod cleanup;
+mod resolve;
+mod sys;
+mod tree;
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use rustix::fs::{self as rfs, FileType};
+use rustix::io::Errno;
+
+use self::resolve::{DirFd, Parent, remove_made};
+use self::sys::{Entry, entry_at, io_error, modified};
+use super::version::content_version;
+use crate::store::{
+    Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Op, Quota,
+    StoreError, StoreResult, Updated, Version, WriteMode, bytes_below, check_quota,
+};
+use crate::path::MemoryPath;
+
+const LOCK_FILE: &str = ".claude-memory.lock";
+
+/// A store rooted at a host directory, which stands for `/memories`.
+///
+/// ```
+/// use claude_memory::{FilesystemStore, MemoryTool};
+/// use serde_json::json;
+///
+/// let dir = std::env::temp_dir().join(format!("claude-memory-doc-{}", std::process::id()));
+/// let tool = MemoryTool::new(FilesystemStore::open(&dir)?);
+/// let created = tool.dispatch(&json!({"command": "create", "path": "/memories/a.md",
+///                                     "file_text": "kept on disk\n"}));
+/// assert!(!created.is_error);
+/// assert_eq!(std::fs::read_to_string(dir.join("a.md"))?, "kept on disk\n");
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct FilesystemStore {
+    /// For display only; never used to reach a file after `open`.
+    root_path: PathBuf,
+    root: OwnedFd,
+    durable: bool,
+    /// `None` when opened [read-only](FilesystemStoreBuilder::read_only).
+    lock: Option<Mutex<File>>,
+    temp_counter: AtomicU64,
+    /// Cleared when the kernel lacks `openat2` (read on Linux only).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    use_openat2: AtomicBool,
+}
+
+/// Options for [`FilesystemStore`]; see [`FilesystemStore::builder`].
+#[derive(Debug, Clone)]
+pub struct FilesystemStoreBuilder {
+    root: PathBuf,
+    durable: bool,
+    openat2: bool,
+    create: bool,
+    read_only: bool,
+}
+
+impl FilesystemStoreBuilder {
+    /// Whether to fsync files and directories on every write (default
+    /// `true`). Turning it off trades crash durability for speed; writes
+    /// stay atomic.
+    pub fn durable(mut self, durable: bool) -> Self {
+        self.durable = durable;
+        self
+    }
+
+    /// Whether to resolve paths with Linux's `openat2` (default: on Linux).
+    /// Off, the store walks one `openat(O_NOFOLLOW)` per directory, as it
+    /// does on kernels without `openat2`; tests use this to check that path.
+    #[doc(hidden)]
+    pub fn use_openat2(mut self, on: bool) -> Self {
+        self.openat2 = on;
+        self
+    }
+
+    /// Whether to create the root directory if it is missing (default
+    /// `true`). Off, a missing root is an error of kind
+    /// [`io::ErrorKind::NotFound`], so a mistyped path is not taken for a
+    /// new, empty store.
+    pub fn create(mut self, create: bool) -> Self {
+        self.create = create;
+        self
+    }
+
+    /// Opens an existing store for reading only (default `false`): the
+    /// root must exist, and nothing is created or written on open, not
+    /// even the lock file, nor is a crashed writer's temporary file
+    /// removed. Every write, delete or rename then fails with an I/O error
+    /// of kind [`io::ErrorKind::ReadOnlyFilesystem`]. Works on a store
+    /// the process may not write to.
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+
+    /// Creates the root (mode 0700) if missing (unless
+    /// [`create(false)`](Self::create) or [`read_only`](Self::read_only)),
+    /// opens it, and, unless read-only, removes temporary files left by a
+    /// crashed writer.
+    pub fn open(self) -> io::Result<FilesystemStore> {
+        // A regular file where the root should be: say so, rather than the
+        // "File exists" that creating the directory would report.
+        if std::fs::metadata(&self.root).is_ok_and(|m| !m.is_dir()) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", self.root.display()),
+            ));
+        }
+        if self.create && !self.read_only {
+            let mut builder = std::fs::DirBuilder::new();
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder.recursive(true).create(&self.root)?;
+        }
+        let root = sys::open_root(&self.root)?;
+        let lock = if self.read_only {
+            None
+        } else {
+            let lock = sys::open_lock_file(root.as_fd(), LOCK_FILE)?;
+            if !sys::file_type(lock.as_fd())?.is_file() {
+                return Err(io::Error::other(
+                    "the store's lock file is not a regular file",
+                ));
+            }
+            Some(Mutex::new(File::from(lock)))
+        };
+        let read_only = lock.is_none();
+        let store = FilesystemStore {
+            root_path: self.root,
+            root,
+            durable: self.durable,
+            lock,
+            temp_counter: AtomicU64::new(0),
+            use_openat2: AtomicBool::new(self.openat2 && cfg!(target_os = "linux")),
+        };
+        if !read_only {
+            let lock = store
+                .lock(&MemoryPath::root())
+                .map_err(|_| io::Error::other("cannot lock the store"))?;
+            cleanup::remove_temp_files(store.root.as_fd())?;
+            drop(lock);
+        }
+        Ok(store)
+    }
+}
+
+/// Holds both the in-process mutex and the cross-process file lock.
+struct WriteLock<'a> {
+    file: MutexGuard<'a, File>,
+}
+
+impl Drop for WriteLock<'_> {
+    fn drop(&mut self) {
+        // A drop cannot report an error; the `flock` also ends when the
+        // store closes its lock file.
+        let _ = self.file.unlock();
+    }
+}
+
+impl FilesystemStore {
+    /// Opens (creating if needed) a durable store at `root`.
+    pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
+        Self::builder(root).open()
+    }
+
+    /// A builder, for options such as [`FilesystemStoreBuilder::durable`].
+    pub fn builder(root: impl AsRef<Path>) -> FilesystemStoreBuilder {
+        FilesystemStoreBuilder {
+            root: root.as_ref().to_path_buf(),
+            durable: true,
+            openat2: true,
+            create: true,
+            read_only: false,
+        }
+    }
+
+    /// The host directory this store was opened at (for display: the store
+    /// itself keeps using the directory it opened, even if this path is
+    /// later renamed or replaced).
+    pub fn root(&self) -> &Path {
+        &self.root_path
+    }
+
+    fn lock(&self, path: &MemoryPath) -> StoreResult<WriteLock<'_>> {
+        let Some(lock) = &self.lock else {
+            let e = io::Error::new(
+                io::ErrorKind::ReadOnlyFilesystem,
+                "the store was opened read-only",
+            );
+            return Err(StoreError::io(Op::Lock, path, e));
+        };
+        let file = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        file.lock().map_err(|e| StoreError::io(Op::Lock, path, e))?;
+        Ok(WriteLock { file })
+    }
+
+    /// Opens a regular file for reading without following a link; refuses
+    /// directories, special files and hard-linked files.
+    /// Also returns the directory it is in, for a write back.
+    fn open_file(&self, path: &MemoryPath) -> StoreResult<(DirFd<'_>, File, rfs::Stat)> {
+        let not_found = || StoreError::NotFound { path: path.clone() };
+        if path.is_root() {
+            return Err(StoreError::IsADirectory { path: path.clone() });
+        }
+        let dir = match self.parent(path)? {
+            Parent::Dir(fd) => fd,
+            _ => return Err(not_found()),
+        };
+        let name = path.name().unwrap_or_default();
+        let fd = sys::open_for_read(&dir, name, path)?;
+        let stat = rfs::fstat(&fd).map_err(|e| io_error(Op::Stat, path, e))?;
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile if stat.st_nlink > 1 => {
+                Err(StoreError::HardLink { path: path.clone() })
+            }
+            FileType::RegularFile => Ok((dir, File::from(fd), stat)),
+            FileType::Directory => Err(StoreError::IsADirectory { path: path.clone() }),
+            _ => Err(not_found()),
+        }
+    }
+
+    /// Reads a file of at most `limit` bytes, and the directory it is in.
+    fn read_in_dir(&self, path: &MemoryPath, limit: u64) -> StoreResult<(DirFd<'_>, FileContent)> {
+        let (dir, file, stat) = self.open_file(path)?;
+        let too_large = |len| StoreError::TooLarge {
+            path: path.clone(),
+            len,
+        };
+        if stat.st_size as u64 > limit {
+            return Err(too_large(stat.st_size as u64));
+        }
+        let mut data = Vec::with_capacity(stat.st_size as usize);
+        file.take(limit.saturating_add(1))
+            .read_to_end(&mut data)
+            .map_err(|e| StoreError::io(Op::Read, path, e))?;
+        if data.len() as u64 > limit {
+            return Err(too_large(data.len() as u64));
+        }
+        let version = content_version(&data);
+        Ok((dir, FileContent { data, version }))
+    }
+
+    /// Writes `data` to a new temporary file in `dir` and moves it to
+    /// `name`: without replacing anything when `no_replace`. The temporary
+    /// file never outlives the call.
+    fn install(
+        &self,
+        path: &MemoryPath,
+        dir: &DirFd<'_>,
+        name: &str,
+        data: &[u8],
+        no_replace: bool,
+    ) -> StoreResult<()> {
+        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
+        let temp = cleanup::temp_name(n);
+        let fd = sys::create_new(dir, &temp).map_err(|e| io_error(Op::Write, path, e))?;
+        let result = (|| -> StoreResult<()> {
+            let mut file = File::from(fd);
+            file.write_all(data)
+                .map_err(|e| StoreError::io(Op::Write, path, e))?;
+            if self.durable {
+                file.sync_all()
+                    .map_err(|e| StoreError::io(Op::Sync, path, e))?;
+            }
+            drop(file);
+            if no_replace {
+                sys::rename_no_replace(dir.as_fd(), &temp, dir.as_fd(), name, path)?;
+            } else {
+                sys::rename_replace(dir, &temp, name).map_err(|e| io_error(Op::Write, path, e))?;
+            }
+            Ok(())
+        })();
+        if result.is_err() {
+            // Best effort: the write's own error is the one to report.
+            let _ = sys::unlink(dir, temp.as_str());
+            return result;
+        }
+        self.sync(path, dir)
+    }
+
+    /// `write`, and with a quota `write_within`, under the write lock.
+    fn write_checked(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+        quota: Option<Quota<'_>>,
+    ) -> StoreResult<Version> {
+        let _lock = self.lock(path)?;
+        let Some(name) = path.name() else {
+            return Err(StoreError::write_to_root(path, mode));
+        };
+        // Every check before anything is created, so a refused write leaves
+        // no stray directories.
+        let (existing, parent_file) = match self.parent(path)? {
+            Parent::File(depth) => (Entry::Absent, Some(depth)),
+            Parent::Missing => (Entry::Absent, None),
+            Parent::Dir(dir) => (
+                entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Stat, path, e))?,
+                None,
+            ),
+        };
+        // A FIFO, socket or device is no memory entry: it is treated as
+        // missing, and the write replaces it.
+        let special = matches!(existing, Entry::Other);
+        let existing = if special { Entry::Absent } else { existing };
+        if let Some(quota) = quota {
+            let replaced = match (&existing, mode) {
+                (Entry::Symlink, _) => return Err(StoreError::Symlink { path: path.clone() }),
+                (Entry::Absent, _) => 0,
+                (_, WriteMode::Create) => {
+                    return Err(StoreError::AlreadyExists { path: path.clone() });
+                }
+                (Entry::File(stat), _) => stat.st_size as u64,
+                _ => 0,
+            };
+            let after = bytes_below(self, quota.scope)?
+                .saturating_sub(replaced)
+                .saturating_add(data.len() as u64);
+            check_quota(path, after, quota)?;
+        }
+        if let Some(depth) = parent_file {
+            return Err(StoreError::parent_not_directory(path, depth));
+        }
+        match (existing, mode) {
+            (Entry::Symlink, _) => return Err(StoreError::Symlink { path: path.clone() }),
+            (Entry::Absent, WriteMode::Update(_)) => {
+                return Err(StoreError::NotFound { path: path.clone() });
+            }
+            (Entry::Absent, _) => {}
+            (_, WriteMode::Create) => return Err(StoreError::AlreadyExists { path: path.clone() }),
+            (Entry::Dir | Entry::Other, _) => {
+                return Err(StoreError::IsADirectory { path: path.clone() });
+            }
+            (Entry::File(_), WriteMode::Overwrite) => {}
+            (Entry::File(_), WriteMode::Update(expected)) => {
+                let current = match self.read(path, u64::MAX) {
+                    Ok(current) => current,
+                    Err(StoreError::NotFound { .. }) => {
+                        return Err(StoreError::NotFound { path: path.clone() });
+                    }
+                    Err(e) => return Err(e),
+                };
+                if current.version != expected {
+                    return Err(StoreError::Conflict { path: path.clone() });
+                }
+            }
+        }
+        let (dir, made) = self.make_parent(path)?;
+        let no_replace = mode == WriteMode::Create && !special;
+        if let Err(e) = self.install(path, &dir, name, data, no_replace) {
+            remove_made(&made);
+            return Err(e);
+        }
+        Ok(content_version(data))
+    }
+
+    /// `update`, and with a quota `update_within`, under the write lock.
+    fn update_checked(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        quota: Option<Quota<'_>>,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        let _lock = self.lock(path)?;
+        let (dir, current) = self.read_in_dir(path, limit)?;
+        let Ok(new) = change(&current.data) else {
+            return Ok(Updated::Aborted);
+        };
+        if let Some(quota) = quota {
+            let after = bytes_below(self, quota.scope)?
+                .saturating_sub(current.data.len() as u64)
+                .saturating_add(new.len() as u64);
+            check_quota(path, after, quota)?;
+        }
+        let name = path.name().unwrap_or_default();
+        // The file cannot have changed under the lock, except by a writer
+        // that ignores it: then `current` is still what this edit is based
+        // on, and the rename replaces the entry atomically.
+        self.install(path, &dir, name, &new, false)?;
+        Ok(Updated::Written(new))
+    }
+
+    fn sync(&self, path: &MemoryPath, dir: &impl AsFd) -> StoreResult<()> {
+        if self.durable {
+            sys::sync_dir(path, dir)?;
+        }
+        Ok(())
+    }
+}
+
+impl MemoryStore for FilesystemStore {
+    fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+        let Some(name) = path.name() else {
+            return Ok(Some(Metadata {
+                kind: EntryKind::Directory,
+                len: 0,
+                modified: None,
+            }));
+        };
+        let dir = match self.parent(path)? {
+            Parent::Dir(fd) => fd,
+            _ => return Ok(None),
+        };
+        match entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Stat, path, e))? {
+            Entry::File(stat) => Ok(Some(Metadata {
+                kind: EntryKind::File,
+                len: stat.st_size as u64,
+                modified: modified(&stat),
+            })),
+            Entry::Dir => Ok(Some(Metadata {
+                kind: EntryKind::Directory,
+                len: 0,
+                modified: None,
+            })),
+            Entry::Symlink => Err(StoreError::Symlink { path: path.clone() }),
+            Entry::Absent | Entry::Other => Ok(None),
+        }
+    }
+
+    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+        self.read_in_dir(path, limit).map(|(_, content)| content)
+    }
+
+    fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
+        let (_, file, stat) = self.open_file(path)?;
+        Ok(FileReader {
+            len: stat.st_size as u64,
+            reader: Box::new(file),
+        })
+    }
+
+    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        self.write_checked(path, data, mode, None)
+    }
+
+    /// The quota is totalled under the write lock, so no writer of this
+    /// store (thread or process) can write between the check and the
+    /// write. Only a write with a quota walks the tree.
+    fn write_within(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+        quota: Quota<'_>,
+    ) -> StoreResult<Version> {
+        self.write_checked(path, data, mode, Some(quota))
+    }
+
+    /// Runs `change` once, under the store's write lock (the in-process
+    /// mutex and the `flock`), so a concurrent edit from any thread or
+    /// process of this machine waits instead of conflicting.
+    fn update(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        self.update_checked(path, limit, None, change)
+    }
+
+    /// As `update`, with the quota checked under the same lock.
+    fn update_within(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        quota: Quota<'_>,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        self.update_checked(path, limit, Some(quota), change)
+    }
+
+    /// `stat` and `unlink` under the write lock.
+    fn delete_file_if(
+        &self,
+        path: &MemoryPath,
+        still: &mut dyn FnMut(&Metadata) -> bool,
+    ) -> StoreResult<bool> {
+        let Some(name) = path.name() else {
+            return Ok(false);
+        };
+        let _lock = self.lock(path)?;
+        let dir = match self.parent(path)? {
+            Parent::Dir(fd) => fd,
+            _ => return Ok(false),
+        };
+        let Entry::File(stat) =
+            entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Delete, path, e))?
+        else {
+            return Ok(false);
+        };
+        let metadata = Metadata {
+            kind: EntryKind::File,
+            len: stat.st_size as u64,
+            modified: modified(&stat),
+        };
+        if !still(&metadata) {
+            return Ok(false);
+        }
+        match sys::unlink(&dir, name) {
+            Ok(()) => {}
+            Err(Errno::NOENT) => return Ok(false),
+            Err(e) => return Err(io_error(Op::Delete, path, e)),
+        }
+        self.sync(path, &dir)?;
+        Ok(true)
+    }
+
+    fn list(&self, dir_path: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+        let fd = match dir_path.name() {
+            None => DirFd::Root(self.root.as_fd()),
+            Some(name) => {
+                let parent = match self.parent(dir_path)? {
+                    Parent::Dir(fd) => fd,
+                    _ => {
+                        return Err(StoreError::NotFound {
+                            path: dir_path.clone(),
+                        });
+                    }
+                };
+                match sys::open_dir(&parent, name) {
+                    Ok(fd) => DirFd::Owned(fd),
+                    Err(e) => {
+                        return Err(match entry_at(parent.as_fd(), name) {
+                            Ok(Entry::Symlink) => StoreError::Symlink {
+                                path: dir_path.clone(),
+                            },
+                            // A FIFO, socket or device: no memory entry.
+                            Ok(Entry::Absent | Entry::Other) => StoreError::NotFound {
+                                path: dir_path.clone(),
+                            },
+                            Ok(Entry::File(_)) => StoreError::NotADirectory {
+                                path: dir_path.clone(),
+                            },
+                            _ => io_error(Op::List, dir_path, e),
+                        });
+                    }
+                }
+            }
+        };
+        let io_err = |e| io_error(Op::List, dir_path, e);
+        let mut entries = Vec::new();
+        sys::for_each_entry(fd.as_fd(), |name, file_type| {
+            let Ok(name) = name.to_str() else {
+                return Ok(()); // not UTF-8: no memory path can name it
+            };
+            if crate::path::is_reserved(name) {
+                return Ok(());
+            }
+            let (kind, len, modified) = match file_type {
+                FileType::Directory => (EntryKind::Directory, 0, None),
+                FileType::RegularFile => match entry_at(fd.as_fd(), name)? {
+                    Entry::File(stat) => (EntryKind::File, stat.st_size as u64, modified(&stat)),
+                    Entry::Dir => (EntryKind::Directory, 0, None),
+                    _ => return Ok(()),
+                },
+                _ => return Ok(()), // symlinks, sockets, fifos: never listed
+            };
+            entries.push(DirEntry {
+                name: name.to_owned(),
+                kind,
+                len,
+                modified,
+            });
+            Ok(())
+        })
+        .map_err(io_err)?;
+        Ok(entries)
+    }
+
+    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+        let Some(name) = path.name() else {
+            return Err(StoreError::delete_root(path));
+        };
+        let _lock = self.lock(path)?;
+        let dir = match self.parent(path)? {
+            Parent::Dir(fd) => fd,
+            _ => return Err(StoreError::NotFound { path: path.clone() }),
+        };
+        let result = match entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Delete, path, e))? {
+            // A FIFO, socket or device is no memory entry: missing.
+            Entry::Absent | Entry::Other => {
+                return Err(StoreError::NotFound { path: path.clone() });
+            }
+            Entry::Dir => tree::remove_tree(dir.as_fd(), name),
+            _ => sys::unlink(&dir, name),
+        };
+        result.map_err(|e| io_error(Op::Delete, path, e))?;
+        self.sync(path, &dir)
+    }
+
+    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        let Some(name) = path.name() else {
+            return Ok(false);
+        };
+        let _lock = self.lock(path)?;
+        let dir = match self.parent(path)? {
+            Parent::Dir(fd) => fd,
+            _ => return Ok(false),
+        };
+        if !matches!(
+            entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Delete, path, e))?,
+            Entry::Dir
+        ) {
+            return Ok(false);
+        }
+        // `rmdir`: the kernel refuses a directory that is not empty at
+        // that instant.
+        match sys::remove_dir(&dir, name) {
+            Ok(()) => {}
+            Err(Errno::NOTEMPTY | Errno::EXIST | Errno::NOENT | Errno::NOTDIR) => return Ok(false),
+            Err(e) => return Err(io_error(Op::Delete, path, e)),
+        }
+        self.sync(path, &dir)?;
+        Ok(true)
+    }
+
+    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        StoreError::check_rename(from, to)?;
+        let from_name = from.name().unwrap_or_default();
+        let _lock = self.lock(from)?;
+        let from_dir = match self.parent(from)? {
+            Parent::Dir(fd) => fd,
+            _ => return Err(StoreError::NotFound { path: from.clone() }),
+        };
+        // A FIFO, socket or device is no memory entry: missing.
+        if let Entry::Absent | Entry::Other =
+            entry_at(from_dir.as_fd(), from_name).map_err(|e| io_error(Op::Stat, from, e))?
+        {
+            return Err(StoreError::NotFound { path: from.clone() });
+        }
+        // Measured under the lock, so no writer of this store can deepen
+        // the tree between the check and the move.
+        let below = tree::deepest_below(from_dir.as_fd(), from_name)
+            .map_err(|e| io_error(Op::Stat, from, e))?;
+        let Some(to_name) = to.name() else {
+            return Err(StoreError::AlreadyExists { path: to.clone() });
+        };
+        // A FIFO, socket or device at the destination is no memory entry:
+        // it is treated as missing, and the move replaces it.
+        let mut special = false;
+        match self.parent(to)? {
+            Parent::File(depth) => return Err(StoreError::parent_not_directory(to, depth)),
+            Parent::Dir(dir) => {
+                match entry_at(dir.as_fd(), to_name).map_err(|e| io_error(Op::Stat, to, e))? {
+                    Entry::Absent => {}
+                    Entry::Other => special = true,
+                    _ => return Err(StoreError::AlreadyExists { path: to.clone() }),
+                }
+            }
+            Parent::Missing => {}
+        }
+        StoreError::check_depth(from, to, below)?;
+        let (to_dir, made) = self.make_parent(to)?;
+        if special {
+            match sys::unlink(&to_dir, to_name) {
+                Ok(()) | Err(Errno::NOENT) => {}
+                Err(e) => return Err(io_error(Op::Rename, to, e)),
+            }
+        }
+        if let Err(e) =
+            sys::rename_no_replace(from_dir.as_fd(), from_name, to_dir.as_fd(), to_name, to)
+        {
+            remove_made(&made);
+            return Err(e);
+        }
+        // One fsync when both names are in the same directory.
+        if from.parent() != to.parent() {
+            self.sync(from, &from_dir)?;
+        }
+        self.sync(to, &to_dir)
+    }
+}
