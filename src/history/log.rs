@@ -146,7 +146,14 @@ struct FileState {
 #[serde(untagged)]
 enum Line {
     Version(Box<Record>),
-    Drop { drop: Vec<u64> },
+    Drop {
+        drop: Vec<u64>,
+    },
+    /// The last id given out, first in a rewritten journal, so no id is
+    /// reused after the versions holding the highest ones are gone.
+    Mark {
+        last_id: u64,
+    },
 }
 
 /// A version as stored: content as text when it is UTF-8, else base64.
@@ -316,8 +323,10 @@ impl FileLog {
             .map_err(log_error)?;
         (&state.file).read_to_end(&mut data).map_err(log_error)?;
         for line in data.split(|&b| b == b'\n') {
-            if let Ok(Line::Version(r)) = serde_json::from_slice::<Line>(line) {
-                state.last_id = state.last_id.max(r.id);
+            match serde_json::from_slice::<Line>(line) {
+                Ok(Line::Version(r)) => state.last_id = state.last_id.max(r.id),
+                Ok(Line::Mark { last_id }) => state.last_id = state.last_id.max(last_id),
+                _ => {}
             }
         }
         state.seen = len;
@@ -360,7 +369,7 @@ impl FileLog {
                         versions.remove(&id);
                     }
                 }
-                Err(_) => {} // a blank or torn line
+                Ok(Line::Mark { .. }) | Err(_) => {} // a mark, a blank or torn line
             }
         }
         Ok(versions.into_values().collect())
@@ -369,7 +378,11 @@ impl FileLog {
     /// Writes `versions` as the whole journal: a new file, synced, renamed
     /// over the old one, the directory synced.
     fn rewrite(&self, state: &mut FileState, versions: &[Revision]) -> Result<(), HistoryError> {
-        let mut text = Vec::new();
+        let mut text = serde_json::to_vec(&Line::Mark {
+            last_id: state.last_id,
+        })
+        .map_err(log_error)?;
+        text.push(b'\n');
         for v in versions {
             serde_json::to_writer(&mut text, &Line::Version(Box::new(Record::from_version(v))))
                 .map_err(log_error)?;

@@ -52,6 +52,10 @@ CREATE TABLE IF NOT EXISTS claude_memory_history (
     redacted INTEGER NOT NULL DEFAULT 0,
     note TEXT,
     PRIMARY KEY (scope, id)
+);
+CREATE TABLE IF NOT EXISTS claude_memory_history_ids (
+    scope TEXT PRIMARY KEY,
+    last_id INTEGER NOT NULL
 );";
 
     /// The history of a [`SqliteStore`](crate::SqliteStore), in the table
@@ -110,14 +114,17 @@ CREATE TABLE IF NOT EXISTS claude_memory_history (
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(db_error)?;
+            // Ids come from a counter of their own, never from MAX(id): a
+            // dropped version's id is never given out again.
             let last: i64 = tx
                 .query_row(
-                    "SELECT COALESCE(MAX(id), 0) FROM claude_memory_history WHERE scope = ?1",
-                    [&self.scope],
+                    "INSERT INTO claude_memory_history_ids (scope, last_id) VALUES (?1, ?2) \
+                     ON CONFLICT (scope) DO UPDATE SET last_id = last_id + ?2 RETURNING last_id",
+                    params![self.scope, i64_of(versions.len() as u64)],
                     |r| r.get(0),
                 )
                 .map_err(db_error)?;
-            let mut id = u64_of(last);
+            let mut id = u64_of(last).saturating_sub(versions.len() as u64);
             {
                 let mut insert = tx
                     .prepare_cached(
@@ -234,6 +241,10 @@ CREATE TABLE IF NOT EXISTS claude_memory_history (
     redacted BOOLEAN NOT NULL DEFAULT FALSE,
     note TEXT,
     PRIMARY KEY (scope, id)
+);
+CREATE TABLE IF NOT EXISTS claude_memory_history_ids (
+    scope TEXT PRIMARY KEY,
+    last_id BIGINT NOT NULL
 );";
 
     /// The history of a [`PostgresStore`](crate::PostgresStore), in the
@@ -242,7 +253,7 @@ CREATE TABLE IF NOT EXISTS claude_memory_history (
     ///
     /// Its commits use `synchronous_commit = off`: the store's own commit,
     /// which follows each version, flushes the write-ahead log past it.
-    /// Ids stay monotonic across processes (a per-scope advisory lock).
+    /// Ids stay monotonic across processes (a per-scope counter row).
     pub struct PostgresLog {
         client: Mutex<Client>,
         scope: String,
@@ -290,15 +301,14 @@ CREATE TABLE IF NOT EXISTS claude_memory_history (
         fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
             let mut client = self.client.lock().unwrap_or_else(PoisonError::into_inner);
             let mut tx = client.transaction().map_err(db_error)?;
-            tx.execute(
-                "SELECT pg_advisory_xact_lock($1)",
-                &[&lock_key(&self.scope)],
-            )
-            .map_err(db_error)?;
+            // The counter row's lock orders concurrent appends; a dropped
+            // version's id is never given out again.
             let last: i64 = tx
                 .query_one(
-                    "SELECT COALESCE(MAX(id), 0) FROM claude_memory_history WHERE scope = $1",
-                    &[&self.scope],
+                    "INSERT INTO claude_memory_history_ids (scope, last_id) VALUES ($1, $2) \
+                     ON CONFLICT (scope) DO UPDATE \
+                     SET last_id = claude_memory_history_ids.last_id + $2 RETURNING last_id",
+                    &[&self.scope, &i64_of(versions.len() as u64)],
                 )
                 .map_err(db_error)?
                 .get(0);
@@ -309,7 +319,7 @@ CREATE TABLE IF NOT EXISTS claude_memory_history (
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
                 )
                 .map_err(db_error)?;
-            let mut id = u64_of(last);
+            let mut id = u64_of(last).saturating_sub(versions.len() as u64);
             for v in versions.iter_mut() {
                 id += 1;
                 v.id = id;
