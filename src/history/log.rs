@@ -40,7 +40,9 @@ pub trait HistoryLog: Send + Sync {
     }
 }
 
-impl<T: HistoryLog + ?Sized> HistoryLog for std::sync::Arc<T> {
+macro_rules! forward_log {
+    ($($ty:ident),*) => {$(
+impl<T: HistoryLog + ?Sized> HistoryLog for $ty<T> {
     fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
         (**self).append(versions)
     }
@@ -57,6 +59,11 @@ impl<T: HistoryLog + ?Sized> HistoryLog for std::sync::Arc<T> {
         (**self).compact()
     }
 }
+    )*};
+}
+
+use std::sync::Arc;
+forward_log!(Arc, Box);
 
 /// A log in memory, for [`InMemoryStore`](crate::InMemoryStore) and tests.
 #[derive(Debug, Default)]

@@ -385,6 +385,26 @@ impl<S: MemoryStore> HistoryStore<S> {
         Ok(store)
     }
 
+    /// The history of `inner` for reading only (listing, showing,
+    /// diffing): no repair is run, so nothing is written on open. Changes
+    /// through this handle are still recorded, but open with
+    /// [`open`](Self::open) to make them.
+    pub fn inspect(inner: S, log: impl HistoryLog + 'static) -> Result<Self, HistoryError> {
+        let store = HistoryStore {
+            inner,
+            log: Arc::new(log),
+            label: None,
+            files: Arc::new(Mutex::new(HashMap::new())),
+            repair: Arc::new(RepairReport::default()),
+        };
+        let versions = store.load()?;
+        *store.lock() = replay(&versions)
+            .into_iter()
+            .map(|(p, (_, file))| (p, file))
+            .collect();
+        Ok(store)
+    }
+
     /// Labels every version this handle records with `label` (the
     /// handler's name, an agent id).
     pub fn with_label(mut self, label: impl Into<String>) -> Self {
