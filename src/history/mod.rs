@@ -64,8 +64,8 @@ pub use self::sql::SqliteLog;
 use crate::path::MemoryPath;
 use crate::store::walk::{Flow, Order, Step, walk};
 use crate::store::{
-    Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, StoreError,
-    StoreResult, UPDATE_ATTEMPTS, Updated, Version, WriteMode,
+    Abort, Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, StoreError,
+    StoreResult, Updated, Version, WriteMode,
 };
 
 /// What a version records.
@@ -894,11 +894,17 @@ impl<S: MemoryStore> MemoryStore for HistoryStore<S> {
 
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
         let mut files = self.lock();
-        let op = match (self.inner.stat(path)?, mode) {
-            (Some(m), _) if m.kind == EntryKind::Directory => None,
-            (Some(_), WriteMode::Create) | (None, WriteMode::Update(_)) => None,
-            (Some(_), _) => Some(ChangeOp::Modified),
-            (None, _) => Some(ChangeOp::Created),
+        // A create needs no look first: if something is there, the store
+        // refuses it and the version is dropped; the same for an update of
+        // a file that is gone.
+        let op = match mode {
+            WriteMode::Create => Some(ChangeOp::Created),
+            WriteMode::Update(_) => Some(ChangeOp::Modified),
+            WriteMode::Overwrite => match self.inner.stat(path)? {
+                Some(m) if m.kind == EntryKind::Directory => None,
+                Some(_) => Some(ChangeOp::Modified),
+                None => Some(ChangeOp::Created),
+            },
         };
         let versions = match op {
             // The store refuses it; nothing to record.
@@ -958,9 +964,11 @@ impl<S: MemoryStore> MemoryStore for HistoryStore<S> {
         self.change(&mut files, from, versions, || self.inner.rename(from, to))
     }
 
-    /// Read, change, then a compare-and-swap write with its version
-    /// recorded first; a conflict (another process) drops the version and
-    /// tries again on the fresh content.
+    /// The inner store's update, with the new content's version appended
+    /// inside it, after `change` and before the write (under the store's
+    /// write lock where it has one, so versions are in the order of the
+    /// writes). A retry (a compare-and-swap conflict) drops the version of
+    /// the attempt that was not written.
     fn update(
         &self,
         path: &MemoryPath,
@@ -968,27 +976,45 @@ impl<S: MemoryStore> MemoryStore for HistoryStore<S> {
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
         let mut files = self.lock();
-        for attempt in 0..UPDATE_ATTEMPTS {
-            if attempt > 0 {
-                std::thread::sleep(Duration::from_micros(100 << attempt.min(8)));
+        let key = path.normalized();
+        let file = files.get(&key).copied().unwrap_or(0);
+        let mut appended: Option<u64> = None;
+        let mut failure: Option<HistoryError> = None;
+        let result = self.inner.update(path, limit, &mut |data: &[u8]| {
+            if let Some(id) = appended.take() {
+                let _ = self.log.drop_versions(&[id]);
             }
-            let current = self.inner.read(path, limit)?;
-            let Ok(new) = change(&current.data) else {
-                return Ok(Updated::Aborted);
-            };
-            let key = path.normalized();
-            let file = files.get(&key).copied().unwrap_or(0);
-            let v = self.revision(ChangeOp::Modified, key, None, file, &new);
-            match self.change(&mut files, path, vec![v], || {
-                self.inner
-                    .write(path, &new, WriteMode::Update(current.version))
-            }) {
-                Ok(_) => return Ok(Updated::Written(new)),
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e),
+            let new = change(data)?;
+            let mut v = [self.revision(ChangeOp::Modified, key.clone(), None, file, &new)];
+            match self.log.append(&mut v) {
+                Ok(()) => {
+                    appended = Some(v[0].id);
+                    Ok(new)
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    Err(Abort)
+                }
+            }
+        });
+        match result {
+            Ok(Updated::Written(data)) => {
+                if let Some(id) = appended {
+                    files.insert(key, if file == 0 { id } else { file });
+                }
+                Ok(Updated::Written(data))
+            }
+            Ok(Updated::Aborted) => match failure {
+                Some(e) => Err(log_failure(path, e)),
+                None => Ok(Updated::Aborted),
+            },
+            Err(e) => {
+                if let Some(id) = appended {
+                    let _ = self.log.drop_versions(&[id]);
+                }
+                Err(e)
             }
         }
-        Err(StoreError::Conflict { path: path.clone() })
     }
 
     fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {

@@ -33,12 +33,12 @@ pub use self::sqlite::SqliteLog;
 #[cfg(feature = "sqlite")]
 mod sqlite {
     use super::*;
-    use rusqlite::{Connection, TransactionBehavior, params};
+    use rusqlite::{Connection, params};
 
     const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS claude_memory_history (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
     scope TEXT NOT NULL,
-    id INTEGER NOT NULL,
     file INTEGER NOT NULL,
     op TEXT NOT NULL,
     path TEXT NOT NULL,
@@ -50,12 +50,7 @@ CREATE TABLE IF NOT EXISTS claude_memory_history (
     size INTEGER NOT NULL,
     content BLOB,
     redacted INTEGER NOT NULL DEFAULT 0,
-    note TEXT,
-    PRIMARY KEY (scope, id)
-);
-CREATE TABLE IF NOT EXISTS claude_memory_history_ids (
-    scope TEXT PRIMARY KEY,
-    last_id INTEGER NOT NULL
+    note TEXT
 );";
 
     /// The history of a [`SqliteStore`](crate::SqliteStore), in the table
@@ -111,35 +106,21 @@ CREATE TABLE IF NOT EXISTS claude_memory_history_ids (
     impl HistoryLog for SqliteLog {
         fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
             let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(db_error)?;
-            // Ids come from a counter of their own, never from MAX(id): a
-            // dropped version's id is never given out again.
-            let last: i64 = tx
-                .query_row(
-                    "INSERT INTO claude_memory_history_ids (scope, last_id) VALUES (?1, ?2) \
-                     ON CONFLICT (scope) DO UPDATE SET last_id = last_id + ?2 RETURNING last_id",
-                    params![self.scope, i64_of(versions.len() as u64)],
-                    |r| r.get(0),
-                )
-                .map_err(db_error)?;
-            let mut id = u64_of(last).saturating_sub(versions.len() as u64);
+            let tx = conn.transaction().map_err(db_error)?;
             {
+                // AUTOINCREMENT: ids increase, across scopes and processes,
+                // and a dropped version's id is never given out again.
                 let mut insert = tx
                     .prepare_cached(
-                        "INSERT INTO claude_memory_history (scope, id, file, op, path, from_path, \
+                        "INSERT INTO claude_memory_history (scope, file, op, path, from_path, \
                          time_ns, actor, call, sha256, size, content, redacted, note) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                     )
                     .map_err(db_error)?;
                 for v in versions.iter_mut() {
-                    id += 1;
-                    v.id = id;
                     insert
                         .execute(params![
                             self.scope,
-                            i64_of(v.id),
                             i64_of(v.file),
                             v.op.as_str(),
                             v.path,
@@ -154,6 +135,7 @@ CREATE TABLE IF NOT EXISTS claude_memory_history_ids (
                             v.note,
                         ])
                         .map_err(db_error)?;
+                    v.id = u64_of(tx.last_insert_rowid());
                 }
             }
             tx.commit().map_err(db_error)
