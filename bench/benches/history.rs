@@ -13,8 +13,8 @@ use claude_memory::history::{FileLog, HistoryStore};
 use claude_memory::{FilesystemStore, MemoryStore, MemoryTool};
 use serde_json::json;
 
-const WRITES: usize = 100;
-const ROUNDS: usize = 7;
+const WRITES: usize = 20;
+const ROUNDS: usize = 61;
 
 /// Microseconds per write of one round on a fresh store.
 fn round<S: MemoryStore>(tool: &MemoryTool<S>, round: usize) -> f64 {
@@ -81,6 +81,18 @@ fn sqlite_on() -> Setup {
     })
 }
 
+#[cfg(feature = "sqlite")]
+fn sqlite_separate() -> Setup {
+    Box::new(|dir| {
+        let db = dir.join("m.db");
+        let store = claude_memory::SqliteStore::open(&db).expect("open");
+        let log = claude_memory::history::SqliteLog::open(dir.join("h.db"), "").expect("log");
+        let store = HistoryStore::open(store, log).expect("history");
+        let tool = MemoryTool::new(store.with_label("bench"));
+        Box::new(move |r| round(&tool, r))
+    })
+}
+
 fn compare(backend: &str, configs: Vec<(&str, Setup)>) {
     let dirs: Vec<tempfile::TempDir> = configs
         .iter()
@@ -128,6 +140,10 @@ fn main() {
     #[cfg(feature = "sqlite")]
     compare(
         "SQLite (WAL, synchronous=FULL)",
-        vec![("off", sqlite_off()), ("on", sqlite_on())],
+        vec![
+            ("off", sqlite_off()),
+            ("on (log in the store's database: default)", sqlite_on()),
+            ("on (log in a database file of its own)", sqlite_separate()),
+        ],
     );
 }
