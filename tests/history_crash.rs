@@ -44,6 +44,15 @@ fn open(spec: &str) -> HistoryStore<Box<dyn MemoryStore>> {
         let log = claude_memory::history::SqliteLog::open(db, "").expect("log");
         return HistoryStore::open(store, log).expect("history");
     }
+    #[cfg(feature = "sqlite")]
+    if let Some(db) = spec.strip_prefix("sqlite-own-log:") {
+        let store: Box<dyn MemoryStore> =
+            Box::new(claude_memory::SqliteStore::open(db).expect("open"));
+        let log =
+            claude_memory::history::SqliteLog::open(format!("{db}.claude-memory-history"), "")
+                .expect("log");
+        return HistoryStore::open(store, log).expect("history");
+    }
     panic!("unknown spec {spec}")
 }
 
@@ -194,4 +203,17 @@ fn history_survives_sigkill_on_the_sqlite_store() {
     }
     let dir = tempfile::tempdir().expect("temporary directory");
     crash_rounds(&format!("sqlite:{}", dir.path().join("m.db").display()), 15);
+}
+
+#[cfg(feature = "sqlite")]
+#[test]
+fn history_survives_sigkill_with_a_sqlite_log_of_its_own() {
+    if std::env::var_os(CHILD).is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temporary directory");
+    crash_rounds(
+        &format!("sqlite-own-log:{}", dir.path().join("m.db").display()),
+        10,
+    );
 }

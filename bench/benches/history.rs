@@ -142,8 +142,11 @@ fn main() {
         "SQLite (WAL, synchronous=FULL)",
         vec![
             ("off", sqlite_off()),
-            ("on (log in the store's database: default)", sqlite_on()),
-            ("on (log in a database file of its own)", sqlite_separate()),
+            ("on (log in the store's database)", sqlite_on()),
+            (
+                "on (log in a file of its own: the CLI's choice)",
+                sqlite_separate(),
+            ),
         ],
     );
 }

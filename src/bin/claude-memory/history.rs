@@ -31,7 +31,20 @@ fn log(spec: &StoreSpec, access: Access) -> Result<Box<dyn HistoryLog>, Failure>
                 claude_memory::history::FileLog::for_store(dir).map_err(failed)?,
             ))
         }
-        StoreSpec::Sqlite(path) => sqlite_log(path),
+        StoreSpec::Sqlite(path) => {
+            // A database file of its own beside the store's: cheaper per
+            // write than the store's own database (see SqliteLog).
+            let mut file = path.clone().into_os_string();
+            file.push(".claude-memory-history");
+            let file = std::path::PathBuf::from(file);
+            if access == Access::Read && !file.is_file() {
+                return Err(Failure::Failed(format!(
+                    "no history for {}: it is kept only when the store is used with --history",
+                    path.display()
+                )));
+            }
+            sqlite_log(&file)
+        }
         StoreSpec::Postgres(url) => postgres_log(url),
     }
 }
