@@ -76,7 +76,14 @@ pub fn history_records_every_change(store: &dyn MemoryStore, log: OpenLog<'_>) {
         json!({"command": "delete", "path": "/memories/b.md"}),
     );
     let v = all(tool.store());
-    let got: Vec<(ChangeOp, &str, Option<&str>, Option<&str>, Option<&str>)> = v
+    type Row<'a> = (
+        ChangeOp,
+        &'a str,
+        Option<&'a str>,
+        Option<&'a str>,
+        Option<&'a str>,
+    );
+    let got: Vec<Row<'_>> = v
         .iter()
         .map(|v| {
             (

@@ -67,7 +67,7 @@ CREATE TABLE IF NOT EXISTS claude_memory_history (
     /// `memory.db.claude-memory-history`): no cache is dropped, so it is
     /// cheaper (about 1.2x a write without history instead of about 1.35x
     /// in `bench/benches/history.rs`), but the store's commits no longer
-    /// carry the versions to disk: as with an unsynced [`FileLog`](super::FileLog),
+    /// carry the versions to disk: as with an unsynced [`FileLog`](crate::history::FileLog),
     /// a kill loses nothing, and after a power cut the next open records
     /// a lost version's change as a `repair` version, without its actor.
     pub struct SqliteLog {
@@ -124,7 +124,7 @@ CREATE TABLE IF NOT EXISTS claude_memory_history (
             };
             let db: &Connection = match &tx {
                 Some(tx) => tx,
-                None => &*conn,
+                None => &conn,
             };
             {
                 // AUTOINCREMENT: ids increase, across scopes and processes,
