@@ -86,12 +86,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "  v{} {} {} {} by {} (call {}), sha256 {}…",
             v.id,
-            humantime::format_rfc3339_millis(v.time),
+            claude_memory::history::format_time(v.time),
             v.op.as_str(),
             v.path,
             v.actor.as_deref().unwrap_or("-"),
             v.call.as_deref().unwrap_or("-"),
-            &v.sha256[..12]
+            v.sha256.get(..12).unwrap_or_default()
         );
     }
     let edit = changed

@@ -155,3 +155,18 @@ mod postgres {
         run(&store, &|| Arc::clone(&log));
     });
 }
+
+/// Times humantime cannot print never panic (a restore to 1926, a
+/// corrupt log's far-future time).
+#[test]
+fn any_time_formats() {
+    use claude_memory::history::format_time;
+    use std::time::{Duration, UNIX_EPOCH};
+    assert_eq!(format_time(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+    assert_eq!(
+        format_time(UNIX_EPOCH - Duration::from_secs(5)),
+        "5s before the epoch"
+    );
+    let far = UNIX_EPOCH + Duration::from_secs(300_000_000_000);
+    assert_eq!(format_time(far), "300000000000s after the epoch");
+}

@@ -198,6 +198,18 @@ pub(crate) fn from_nanos(n: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_nanos(n)
 }
 
+/// A time as RFC 3339 with milliseconds, for notes and listings; a time
+/// humantime cannot print (before 1970, after 9999) as seconds from the
+/// epoch, never a panic.
+pub fn format_time(t: SystemTime) -> String {
+    const YEAR_10000: u64 = 253_402_300_800;
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) if d.as_secs() < YEAR_10000 => humantime::format_rfc3339_millis(t).to_string(),
+        Ok(d) => format!("{}s after the epoch", d.as_secs()),
+        Err(e) => format!("{}s before the epoch", e.duration().as_secs()),
+    }
+}
+
 /// Lowercase hex sha256.
 pub fn sha256_hex(data: &[u8]) -> String {
     use sha2::{Digest, Sha256};
@@ -791,7 +803,7 @@ impl<S: MemoryStore> HistoryStore<S> {
         }
         then.retain(|p, _| under(p, &pre));
         let live = self.live(prefix)?;
-        let note = format!("restore to {}", humantime::format_rfc3339_millis(at));
+        let note = format!("restore to {}", format_time(at));
         let mut report = RestoreReport::default();
         scoped(&NOTE, Some(note), || {
             for path in live.keys().filter(|p| !then.contains_key(*p)) {

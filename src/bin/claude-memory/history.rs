@@ -94,7 +94,7 @@ pub fn open(
 }
 
 fn time(t: SystemTime) -> String {
-    humantime::format_rfc3339_millis(t).to_string()
+    claude_memory::history::format_time(t)
 }
 
 fn line(v: &Revision) -> String {
@@ -113,7 +113,7 @@ fn line(v: &Revision) -> String {
         v.id,
         time(v.time),
         v.op.as_str(),
-        &v.sha256[..v.sha256.len().min(12)],
+        v.sha256.get(..12).unwrap_or(&v.sha256),
         claude_memory::human_size(v.size),
     );
     if v.redacted {
