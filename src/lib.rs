@@ -37,6 +37,8 @@
 //! - `PostgresStore` (feature `postgres`): a shared database for many agent
 //!   processes on many machines.
 //! - [`TenantStore`]: one tenant's `/memories` inside any of the above.
+//! - [`HistoryStore`](history::HistoryStore): any of the above with every
+//!   change kept as a version: list, diff, revert, restore, redact, prune.
 //!
 //! # Features
 //!
@@ -108,6 +110,7 @@ mod config;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod expiry;
+pub mod history;
 mod lines;
 mod numbered;
 pub mod path;

@@ -167,3 +167,39 @@ mod postgres {
         }
     });
 }
+
+/// The whole suite through a `HistoryStore`: with history on, the model
+/// sees exactly the same answers.
+mod history_over_in_memory {
+    claude_memory::conformance_tests!(|run| run(&claude_memory::history::HistoryStore::open(
+        claude_memory::InMemoryStore::new(),
+        claude_memory::history::MemoryLog::new()
+    )
+    .expect("history")));
+}
+
+mod history_over_filesystem {
+    use claude_memory::FilesystemStore;
+    use claude_memory::history::{FileLog, HistoryStore};
+
+    claude_memory::conformance_tests!(|run| {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store = FilesystemStore::open(dir.path()).expect("open store");
+        let log = FileLog::for_store(dir.path()).expect("log");
+        run(&HistoryStore::open(store, log).expect("history"));
+    });
+}
+
+#[cfg(feature = "sqlite")]
+mod history_over_sqlite {
+    use claude_memory::SqliteStore;
+    use claude_memory::history::{HistoryStore, SqliteLog};
+
+    claude_memory::conformance_tests!(|run| {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let db = dir.path().join("memory.db");
+        let store = SqliteStore::open(&db).expect("sqlite");
+        let log = SqliteLog::for_store(&store, "").expect("log");
+        run(&HistoryStore::open(store, log).expect("history"));
+    });
+}

@@ -31,11 +31,13 @@
 
 mod edit_cases;
 mod helpers;
+mod history_cases;
 mod input_cases;
 mod store_cases;
 mod view_cases;
 
 pub use edit_cases::*;
+pub use history_cases::*;
 pub use input_cases::*;
 pub use store_cases::*;
 pub use view_cases::*;
@@ -147,6 +149,70 @@ macro_rules! cases_const {
 
 crate::__conformance_for_each_case!([cases_const]);
 
+/// A history case: checks a [`HistoryStore`](crate::history::HistoryStore)
+/// over a fresh, empty store, given a function that opens that store's
+/// history log (the same log on every call).
+pub type HistoryCase = fn(&dyn MemoryStore, OpenLog<'_>);
+
+/// Every history case, by name (see [`history_conformance_tests!`](crate::history_conformance_tests)).
+pub const HISTORY_CASES: &[(&str, HistoryCase)] = &[
+    ("history_records_every_change", history_records_every_change),
+    (
+        "history_follows_renames_and_directories",
+        history_follows_renames_and_directories,
+    ),
+    (
+        "history_failed_changes_leave_no_version",
+        history_failed_changes_leave_no_version,
+    ),
+    (
+        "history_is_invisible_to_the_model",
+        history_is_invisible_to_the_model,
+    ),
+    ("history_queries_filter", history_queries_filter),
+    ("history_diff_revert_restore", history_diff_revert_restore),
+    ("history_redact_and_prune", history_redact_and_prune),
+    ("history_repair_on_open", history_repair_on_open),
+];
+
+/// Runs a history case on a store and log provided by `with`, which
+/// calls its argument once with a fresh, empty store and its log opener.
+pub fn run_history_case(
+    case: HistoryCase,
+    with: impl FnOnce(&dyn Fn(&dyn MemoryStore, OpenLog<'_>)),
+) {
+    with(&|store, log| case(store, log));
+}
+
+/// Generates one `#[test]` per history case, in the current module. The
+/// argument is a closure `|run| …` that calls `run(&store, &open_log)`.
+#[macro_export]
+macro_rules! history_conformance_tests {
+    ($with:expr) => {
+        $crate::__history_conformance_tests! { $with;
+            history_records_every_change,
+            history_follows_renames_and_directories,
+            history_failed_changes_leave_no_version,
+            history_is_invisible_to_the_model,
+            history_queries_filter,
+            history_diff_revert_restore,
+            history_redact_and_prune,
+            history_repair_on_open,
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __history_conformance_tests {
+    ($with:expr; $($case:ident),* $(,)?) => {$(
+        #[test]
+        fn $case() {
+            $crate::conformance::run_history_case($crate::conformance::$case, $with);
+        }
+    )*};
+}
+
 #[cfg(test)]
 mod tests {
     use super::CASES;
@@ -160,7 +226,10 @@ mod tests {
         let mut defined = Vec::new();
         for entry in std::fs::read_dir(&dir).expect("src/conformance") {
             let file = entry.expect("directory entry").path();
-            if file.file_name().is_some_and(|n| n == "mod.rs") {
+            if file
+                .file_name()
+                .is_some_and(|n| n == "mod.rs" || n == "history_cases.rs")
+            {
                 continue;
             }
             let text = std::fs::read_to_string(&file).expect("case file");
@@ -187,6 +256,32 @@ mod tests {
             "case functions not in __conformance_for_each_case!: {unlisted:?}; \
              listed but not found as `pub fn` in a case file: {undefined:?}"
         );
+        assert_eq!(listed, defined);
+    }
+
+    /// The same for the history cases: every `pub fn` of
+    /// `history_cases.rs` is in `HISTORY_CASES` (and the macro, whose
+    /// expansion `tests/history.rs` checks against it).
+    #[test]
+    fn every_history_case_is_listed() {
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("src/conformance/history_cases.rs");
+        let text = std::fs::read_to_string(file).expect("history_cases.rs");
+        let mut defined: Vec<String> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("pub fn "))
+            .map(|rest| {
+                rest.chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect()
+            })
+            .collect();
+        defined.sort_unstable();
+        let mut listed: Vec<String> = super::HISTORY_CASES
+            .iter()
+            .map(|(n, _)| (*n).to_owned())
+            .collect();
+        listed.sort_unstable();
         assert_eq!(listed, defined);
     }
 }

@@ -11,7 +11,7 @@ mod fs;
 mod memory;
 mod op;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-mod sql;
+pub(crate) mod sql;
 mod tenant;
 pub mod walk;
 #[cfg(all(test, not(windows)))]

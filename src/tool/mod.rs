@@ -135,7 +135,10 @@ impl<S: MemoryStore> MemoryTool<S> {
         }
         let id = object.get("id").and_then(Value::as_str).map(str::to_owned);
         let mut result = match object.get("input") {
-            Some(inner @ Value::Object(_)) => self.dispatch_input(inner),
+            // The block's id is the per-call actor of any history version.
+            Some(inner @ Value::Object(_)) => {
+                crate::history::with_call(id.as_deref(), || self.dispatch_input(inner))
+            }
             _ => ToolResult::error(render::invalid_input(
                 "the tool_use block's `input` must be a JSON object",
             )),

@@ -10,8 +10,8 @@ STORE is a directory, sqlite:PATH (a SQLite database file) or a
 postgres:// / postgresql:// URL. Without --store or --root, CLAUDE_MEMORY_STORE
 is used, then CLAUDE_MEMORY_DIR (a directory).
 
-view, export, stats and prune --dry-run only read: they never create or
-change a store, and fail if it does not exist.
+view, export, stats, prune --dry-run, history, show and diff only read:
+they never create or change a store, and fail if it does not exist.
 
 Exit status: 0 success, 1 the operation failed, 2 usage error.";
 
@@ -45,6 +45,11 @@ pub struct Cli {
     /// Largest total of the store, in bytes [default: none]
     #[arg(long, global = true, value_name = "BYTES")]
     pub max_store_size: Option<u64>,
+
+    /// Keep every change serve, import and prune make as a version (see
+    /// `history`) [default: off]
+    #[arg(long, global = true)]
+    pub history: bool,
 
     #[command(subcommand)]
     pub command: Command,
@@ -118,6 +123,100 @@ pub enum Command {
     ///
     /// Only reads the store.
     Stats,
+
+    /// List the store's versions (all, or PATH's across renames).
+    ///
+    /// One line per version: id, time, operation, path (`old -> new` for a
+    /// rename), actor (label/tool_use id), sha256 prefix, size, and a note
+    /// for reverts, restores and repairs. `history prune` removes old
+    /// versions. Listing only reads the store.
+    History {
+        #[command(subcommand)]
+        action: Option<HistoryAction>,
+        /// Versions of the file at PATH (following renames)
+        path: Option<String>,
+        /// Versions at or below this path
+        #[arg(long, value_name = "PATH")]
+        prefix: Option<String>,
+        /// Made at or after TIME (RFC 3339, or an age such as 2h)
+        #[arg(long, value_name = "TIME", value_parser = crate::history::parse_time)]
+        since: Option<std::time::SystemTime>,
+        /// Made at or before TIME
+        #[arg(long, value_name = "TIME", value_parser = crate::history::parse_time)]
+        until: Option<std::time::SystemTime>,
+        /// Made by ACTOR (a label or a tool_use id)
+        #[arg(long, value_name = "ACTOR")]
+        actor: Option<String>,
+    },
+
+    /// Print one version: its record and its content. Only reads the store.
+    Show {
+        /// The version id (v12 or 12)
+        #[arg(value_parser = parse_version)]
+        id: u64,
+    },
+
+    /// Unified diff between two versions, or a version and the file now.
+    ///
+    /// Only reads the store.
+    Diff {
+        /// From this version
+        #[arg(value_parser = parse_version)]
+        from: u64,
+        /// To this version [default: the file as it is now]
+        #[arg(value_parser = parse_version)]
+        to: Option<u64>,
+    },
+
+    /// Put a file back as it was in a version (for a delete, the content
+    /// removed); the revert is itself a new version.
+    Revert {
+        /// The version id
+        #[arg(value_parser = parse_version)]
+        id: u64,
+    },
+
+    /// Put the whole store, or a prefix, back as it was at a time.
+    ///
+    /// Files created since are deleted, changed ones rewritten, deleted
+    /// ones brought back; each change is a new version.
+    Restore {
+        /// The time (RFC 3339, or an age such as 10m)
+        #[arg(long, value_name = "TIME", value_parser = crate::history::parse_time)]
+        at: std::time::SystemTime,
+        /// Only this path and below
+        #[arg(long, value_name = "PATH")]
+        prefix: Option<String>,
+    },
+
+    /// Erase a version's content, keeping its record.
+    Redact {
+        /// The version id
+        #[arg(value_parser = parse_version)]
+        id: u64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HistoryAction {
+    /// Remove versions older than AGE and/or beyond N per file (the latest
+    /// version of every live file is always kept).
+    Prune {
+        /// How old: 30d, 12h, …
+        #[arg(long, value_name = "AGE", value_parser = parse_age)]
+        older_than: Option<Duration>,
+        /// Versions kept per file (the newest)
+        #[arg(long, value_name = "N")]
+        keep: Option<usize>,
+    },
+}
+
+/// A version id: `12` or `v12`.
+pub fn parse_version(text: &str) -> Result<u64, String> {
+    let digits = text.trim().trim_start_matches('v');
+    digits
+        .parse()
+        .map_err(|_| format!("`{text}` is not a version id (such as 12 or v12)"))
 }
 
 /// A human duration: humantime's `30d`, `1d12h`, `30 days`, `90s`, …

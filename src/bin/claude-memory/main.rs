@@ -4,13 +4,15 @@
 //! - `store`: which store it names, opened read-only or for writing.
 //! - `output`: stdout/stderr, broken pipes, failures and exit statuses.
 //! - one file per command: `view`, `backup` (export, import), `prune`,
-//!   `stats`; `serve` is the stdio bridge.
+//!   `stats`, `history` (history, show, diff, revert, restore, redact,
+//!   history prune); `serve` is the stdio bridge.
 //!
 //! Exit status: 0 success (and a closed stdout), 1 the operation failed,
 //! 2 usage error. No argument list makes it panic.
 
 mod args;
 mod backup;
+mod history;
 mod output;
 mod prune;
 mod stats;
@@ -60,12 +62,15 @@ fn run(cli: Cli) -> Outcome {
     }
     // Each command says what it does to the store: only reading commands
     // open it read-only; only serve and import may create it.
+    let with_history = cli.history;
     let open = |access: Access| -> Result<Tool, Failure> {
-        Ok(MemoryTool::with_config(
-            store::open(&spec, access)?,
-            config.clone(),
-        ))
+        let mut store = store::open(&spec, access)?;
+        if with_history && access != Access::Read {
+            store = Box::new(history::open(&spec, store, access)?);
+        }
+        Ok(MemoryTool::with_config(store, config.clone()))
     };
+    let open_history = |access: Access| history::open(&spec, store::open(&spec, access)?, access);
     match cli.command {
         Command::Serve => {
             let tool = open(Access::Create)?;
@@ -97,5 +102,31 @@ fn run(cli: Cli) -> Outcome {
             prune::prune(&open(access)?, older_than, dry_run)
         }
         Command::Stats => stats::stats(&open(Access::Read)?),
+        Command::History {
+            action: Some(args::HistoryAction::Prune { older_than, keep }),
+            ..
+        } => history::prune(&open_history(Access::Change)?, older_than, keep),
+        Command::History {
+            action: None,
+            path,
+            prefix,
+            since,
+            until,
+            actor,
+        } => history::list(
+            &open_history(Access::Read)?,
+            path.as_deref(),
+            prefix.as_deref(),
+            since,
+            until,
+            actor,
+        ),
+        Command::Show { id } => history::show(&open_history(Access::Read)?, id),
+        Command::Diff { from, to } => history::diff(&open_history(Access::Read)?, from, to),
+        Command::Revert { id } => history::revert(&open_history(Access::Change)?, id),
+        Command::Restore { at, prefix } => {
+            history::restore(&open_history(Access::Change)?, at, prefix.as_deref())
+        }
+        Command::Redact { id } => history::redact(&open_history(Access::Change)?, id),
     }
 }

@@ -165,6 +165,8 @@ pub(crate) enum Param<'a> {
     Int(i64),
     /// `BLOB` / `BYTEA`.
     Bytes(&'a [u8]),
+    /// A NULL `BLOB` / `BYTEA`.
+    NullBytes,
 }
 
 /// The columns of one result row, read by position.
@@ -231,6 +233,16 @@ impl From<StoreError> for Fail {
 }
 
 impl Fail {
+    /// What went wrong, in words (for errors that name no memory path).
+    pub(crate) fn describe(self) -> String {
+        match self {
+            Fail::Store(e) => e.to_string(),
+            #[cfg(feature = "postgres")]
+            Fail::Invalid(reason) => reason.to_owned(),
+            Fail::Sql(source) => source.to_string(),
+        }
+    }
+
     /// The store error for an operation on `path`.
     fn into_store(self, path: &MemoryPath) -> StoreError {
         match self {

@@ -532,6 +532,30 @@ impl std::fmt::Debug for PostgresStore {
 }
 
 impl PostgresStore {
+    /// Runs `f` in a transaction holding the advisory lock named `lock`
+    /// and commits it: for the crate's own tables beside the store's (the
+    /// history log), on this store's pool and runtime.
+    pub(crate) fn transaction<T>(
+        &self,
+        lock: &str,
+        mut f: impl FnMut(&mut PgTx<'_>) -> Result<T, Fail>,
+    ) -> Result<T, Fail> {
+        self.0.db.mutate(lock, |mut tx| {
+            let out = f(&mut tx)?;
+            tx.commit()?;
+            Ok(out)
+        })
+    }
+
+    /// Runs `f` on a connection of this store's pool, outside any
+    /// transaction (reads of the crate's own tables).
+    pub(crate) fn connection<T>(
+        &self,
+        f: impl FnMut(&mut Pg<'_>) -> Result<T, Fail>,
+    ) -> Result<T, Fail> {
+        self.0.db.with(f)
+    }
+
     /// Connects to `url` (`postgres://user@host:port/db`, with
     /// `?sslmode=…&sslrootcert=…` if wanted) with a pool of at most
     /// `max_connections` and the default timeouts, and creates or checks
@@ -690,6 +714,7 @@ fn params<'p>(params: &'p [Param<'_>]) -> Vec<&'p (dyn ToSql + Sync)> {
                 Param::Text(s) => s,
                 Param::Int(n) => n,
                 Param::Bytes(b) => b,
+                Param::NullBytes => &None::<&[u8]>,
             }
         })
         .collect()

@@ -98,6 +98,15 @@ impl SqliteStore {
         Ok(SqliteStore(SqlStore::new(ReentrantMutex::new(conn))))
     }
 
+    /// Runs `f` on this store's connection, under its (re-entrant) lock:
+    /// inside the store's own transaction when called from within one on
+    /// this thread. For the crate's own tables beside the store's (the
+    /// history log), so a version commits with the change it records.
+    pub(crate) fn with_connection<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
+        let conn = self.0.db.lock();
+        f(&conn)
+    }
+
     /// The same database, seen as `tenant`'s store: every row carries the
     /// tenant, and no query crosses tenants.
     pub fn for_tenant(&self, tenant: &TenantId) -> Self {
@@ -145,6 +154,7 @@ impl ToSql for Param<'_> {
             Param::Text(s) => s.to_sql(),
             Param::Int(n) => n.to_sql(),
             Param::Bytes(b) => b.to_sql(),
+            Param::NullBytes => rusqlite::types::Null.to_sql(),
         }
     }
 }

@@ -45,11 +45,11 @@ use rustix::io::Errno;
 use self::resolve::{DirFd, Parent, remove_made};
 use self::sys::{Entry, entry_at, io_error, modified};
 use super::version::content_version;
+use crate::path::MemoryPath;
 use crate::store::{
     Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Op, Quota,
     StoreError, StoreResult, Updated, Version, WriteMode, bytes_below, check_quota,
 };
-use crate::path::MemoryPath;
 
 const LOCK_FILE: &str = ".claude-memory.lock";
 

@@ -31,11 +31,11 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use self::host::{Dir, Entry, Pinned, io_error};
 use super::version::content_version;
+use crate::path::MemoryPath;
 use crate::store::{
     Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Op, StoreError,
     StoreResult, Updated, Version, WriteMode,
 };
-use crate::path::MemoryPath;
 
 const LOCK_FILE: &str = ".claude-memory.lock";
 const TEMP_PREFIX: &str = ".claude-memory.tmp.";

@@ -1,0 +1,262 @@
+//! `history`, `show`, `diff`, `revert`, `restore --at`, `redact` and
+//! `history prune`: the store's history (`claude_memory::history`).
+
+use std::time::{Duration, SystemTime};
+
+use claude_memory::MemoryStore;
+use claude_memory::history::{HistoryLog, HistoryStore, Query, Retention, Revision};
+use claude_memory::path::MemoryPath;
+
+use crate::output::{Failure, Outcome, count, failed, out};
+use crate::store::{Access, StoreSpec};
+
+/// The store with its history: `Read` inspects (no repair, nothing
+/// written); otherwise the open repairs and says so on stderr.
+pub type History = HistoryStore<Box<dyn MemoryStore>>;
+
+/// The history log of the store `spec` names.
+fn log(spec: &StoreSpec, access: Access) -> Result<Box<dyn HistoryLog>, Failure> {
+    match spec {
+        StoreSpec::Dir(dir) => {
+            let journal = dir
+                .join(claude_memory::history::HISTORY_DIR)
+                .join("journal.jsonl");
+            if access == Access::Read && !journal.is_file() {
+                return Err(Failure::Failed(format!(
+                    "no history in {}: it is kept only when the store is used with --history",
+                    dir.display()
+                )));
+            }
+            Ok(Box::new(
+                claude_memory::history::FileLog::for_store(dir).map_err(failed)?,
+            ))
+        }
+        StoreSpec::Sqlite(path) => {
+            // A database file of its own beside the store's: cheaper per
+            // write than the store's own database (see SqliteLog).
+            let mut file = path.clone().into_os_string();
+            file.push(".claude-memory-history");
+            let file = std::path::PathBuf::from(file);
+            if access == Access::Read && !file.is_file() {
+                return Err(Failure::Failed(format!(
+                    "no history for {}: it is kept only when the store is used with --history",
+                    path.display()
+                )));
+            }
+            sqlite_log(&file)
+        }
+        StoreSpec::Postgres(url) => postgres_log(url),
+    }
+}
+
+#[cfg(feature = "sqlite")]
+fn sqlite_log(path: &std::path::Path) -> Result<Box<dyn HistoryLog>, Failure> {
+    Ok(Box::new(
+        claude_memory::history::SqliteLog::open(path, "").map_err(failed)?,
+    ))
+}
+
+#[cfg(not(feature = "sqlite"))]
+fn sqlite_log(_: &std::path::Path) -> Result<Box<dyn HistoryLog>, Failure> {
+    Err(Failure::Usage("built without the sqlite feature".into()))
+}
+
+#[cfg(feature = "postgres")]
+fn postgres_log(url: &str) -> Result<Box<dyn HistoryLog>, Failure> {
+    Ok(Box::new(
+        claude_memory::history::PostgresLog::connect(url, "").map_err(failed)?,
+    ))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres_log(_: &str) -> Result<Box<dyn HistoryLog>, Failure> {
+    Err(Failure::Usage("built without the postgres feature".into()))
+}
+
+/// Wraps `store` in its history (what `--history` does for serve, import
+/// and prune, and every changing history command).
+pub fn open(
+    spec: &StoreSpec,
+    store: Box<dyn MemoryStore>,
+    access: Access,
+) -> Result<History, Failure> {
+    let log = log(spec, access)?;
+    if access == Access::Read {
+        return HistoryStore::inspect(store, log).map_err(failed);
+    }
+    let history = HistoryStore::open(store, log)
+        .map_err(failed)?
+        .with_label("claude-memory-cli");
+    if !history.repair_report().is_clean() {
+        crate::output::err(history.repair_report());
+    }
+    Ok(history)
+}
+
+fn time(t: SystemTime) -> String {
+    claude_memory::history::format_time(t)
+}
+
+fn line(v: &Revision) -> String {
+    let path = match &v.from {
+        Some(from) => format!("{from} -> {}", v.path),
+        None => v.path.clone(),
+    };
+    let actor = match (&v.actor, &v.call) {
+        (Some(a), Some(c)) => format!("{a}/{c}"),
+        (Some(a), None) => a.clone(),
+        (None, Some(c)) => c.clone(),
+        (None, None) => "-".into(),
+    };
+    let mut text = format!(
+        "v{}\t{}\t{}\t{path}\t{actor}\t{}\t{}",
+        v.id,
+        time(v.time),
+        v.op.as_str(),
+        v.sha256.get(..12).unwrap_or(&v.sha256),
+        claude_memory::human_size(v.size),
+    );
+    if v.redacted {
+        text.push_str("\t[redacted]");
+    }
+    if let Some(note) = &v.note {
+        text.push_str(&format!("\t({note})"));
+    }
+    text
+}
+
+fn path(text: &str) -> Result<MemoryPath, Failure> {
+    MemoryPath::parse(text).map_err(|e| Failure::Usage(format!("{text}: {e}")))
+}
+
+/// `history [PATH] [--prefix P] [--since T] [--until T] [--actor A]`.
+pub fn list(
+    h: &History,
+    file: Option<&str>,
+    prefix: Option<&str>,
+    since: Option<SystemTime>,
+    until: Option<SystemTime>,
+    actor: Option<String>,
+) -> Outcome {
+    let query = Query {
+        path: file.map(path).transpose()?,
+        prefix: prefix.map(path).transpose()?,
+        since,
+        until,
+        actor,
+    };
+    let versions = h.versions(&query).map_err(failed)?;
+    for v in &versions {
+        out(line(v))?;
+    }
+    out(format_args!(
+        "{}",
+        count(versions.len(), "version", "versions")
+    ))
+}
+
+/// `show ID`: the record, then the content.
+pub fn show(h: &History, id: u64) -> Outcome {
+    let v = h.version(id).map_err(failed)?;
+    out(line(&v))?;
+    out(format_args!("sha256 {}", v.sha256))?;
+    match v.text() {
+        Some(text) => out(format_args!("--- content ---\n{text}")),
+        None => out("--- content redacted ---"),
+    }
+}
+
+/// `diff A [B]`.
+pub fn diff(h: &History, a: u64, b: Option<u64>) -> Outcome {
+    let text = h.diff(a, b).map_err(failed)?;
+    if text.is_empty() {
+        return out("no differences");
+    }
+    out(text.trim_end())
+}
+
+/// `revert ID`.
+pub fn revert(h: &History, id: u64) -> Outcome {
+    let v = h.version(id).map_err(failed)?;
+    match h.revert(id).map_err(failed)? {
+        Some(new) => out(format_args!(
+            "reverted {} to v{id} (new version v{new})",
+            v.path
+        )),
+        None => out(format_args!("{} already has the content of v{id}", v.path)),
+    }
+}
+
+/// `restore --at TIME [--prefix P]`.
+pub fn restore(h: &History, at: SystemTime, prefix: Option<&str>) -> Outcome {
+    let prefix = prefix.map(path).transpose()?;
+    let report = h.restore(at, prefix.as_ref()).map_err(failed)?;
+    for p in &report.written {
+        out(format_args!("restored {p}"))?;
+    }
+    for p in &report.deleted {
+        out(format_args!("deleted {p}"))?;
+    }
+    for p in &report.skipped {
+        out(format_args!("skipped {p}: its content then was redacted"))?;
+    }
+    for (p, e) in &report.failed {
+        crate::output::err(format_args!("claude-memory: cannot restore {p}: {e}"));
+    }
+    out(format_args!(
+        "restored to {}: {} written, {} deleted, {} skipped",
+        time(at),
+        count(report.written.len(), "file", "files"),
+        report.deleted.len(),
+        report.skipped.len()
+    ))?;
+    if report.failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Reported)
+    }
+}
+
+/// `redact ID`.
+pub fn redact(h: &History, id: u64) -> Outcome {
+    h.redact(id).map_err(failed)?;
+    out(format_args!(
+        "redacted v{id}: its content is erased, its record kept"
+    ))
+}
+
+/// `history prune [--older-than AGE] [--keep N]`.
+pub fn prune(h: &History, older_than: Option<Duration>, keep: Option<usize>) -> Outcome {
+    if older_than.is_none() && keep.is_none() {
+        return Err(Failure::Usage(
+            "history prune needs --older-than AGE, --keep N or both".into(),
+        ));
+    }
+    let removed = h
+        .prune(&Retention {
+            max_age: older_than,
+            keep_per_file: keep,
+        })
+        .map_err(failed)?;
+    out(format_args!(
+        "removed {} (the latest version of every live file is kept)",
+        count(removed.len(), "version", "versions")
+    ))
+}
+
+/// A time: RFC 3339 (`2026-11-30T12:00:00Z`, `2026-11-30 12:00:00`) or an
+/// age before now (`10m`, `2h`, `1d`).
+pub fn parse_time(text: &str) -> Result<SystemTime, String> {
+    let text = text.trim();
+    if let Ok(t) = humantime::parse_rfc3339_weak(text) {
+        return Ok(t);
+    }
+    let age = humantime::parse_duration(text).map_err(|_| {
+        format!(
+            "`{text}` is not a time: give RFC 3339 (2026-11-30T12:00:00Z) or an age (10m, 2h, 1d)"
+        )
+    })?;
+    SystemTime::now()
+        .checked_sub(age)
+        .ok_or_else(|| format!("`{text}` is too far back"))
+}

@@ -1,0 +1,477 @@
+//! History logs in a database: the reserved table `claude_memory_history`
+//! beside the store's own tables, one history per scope (a tenant id, or
+//! `""` for the whole database).
+
+use std::sync::{Mutex, PoisonError};
+
+use super::{ChangeOp, HistoryError, HistoryLog, Revision, from_nanos, to_nanos};
+
+fn db_error(e: impl std::fmt::Display) -> HistoryError {
+    HistoryError::Log(e.to_string())
+}
+
+fn op_of(text: &str) -> ChangeOp {
+    match text {
+        "created" => ChangeOp::Created,
+        "deleted" => ChangeOp::Deleted,
+        "renamed" => ChangeOp::Renamed,
+        _ => ChangeOp::Modified,
+    }
+}
+
+fn i64_of(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn u64_of(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+#[cfg(feature = "sqlite")]
+pub use self::sqlite::SqliteLog;
+
+#[cfg(feature = "sqlite")]
+mod sqlite {
+    use super::*;
+    use rusqlite::{Connection, params};
+
+    const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS claude_memory_history (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    scope TEXT NOT NULL,
+    file INTEGER NOT NULL,
+    op TEXT NOT NULL,
+    path TEXT NOT NULL,
+    from_path TEXT,
+    time_ns INTEGER NOT NULL,
+    actor TEXT,
+    call TEXT,
+    sha256 TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    content BLOB,
+    redacted INTEGER NOT NULL DEFAULT 0,
+    note TEXT
+);";
+
+    /// The history of a [`SqliteStore`](crate::SqliteStore), in a table
+    /// `claude_memory_history`.
+    ///
+    /// - [`for_store`](Self::for_store): in the store's own database, on
+    ///   the store's connection. An edit's version is written inside the
+    ///   edit's transaction and commits (synced) with it; other changes'
+    ///   versions commit just before them.
+    /// - [`open`](Self::open): in a database file of its own (say
+    ///   `memory.db.claude-memory-history`, what the CLI uses), whose
+    ///   commits are not synced (`synchronous = NORMAL` in WAL mode): as
+    ///   with an unsynced [`FileLog`](crate::history::FileLog), a kill loses
+    ///   nothing, and after a power cut the next open records a lost
+    ///   version's change as a `repair` version, without its actor.
+    pub struct SqliteLog {
+        conn: Source,
+        scope: String,
+    }
+
+    /// Where a [`SqliteLog`]'s statements run.
+    enum Source {
+        /// A connection of its own (a database file of its own).
+        Own(Mutex<Connection>),
+        /// The store's connection: inside the store's transaction when the
+        /// store is changing, so a version commits with its change.
+        Shared(crate::SqliteStore),
+    }
+
+    impl std::fmt::Debug for SqliteLog {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("SqliteLog")
+                .field("scope", &self.scope)
+                .finish_non_exhaustive()
+        }
+    }
+
+    impl SqliteLog {
+        /// The log of `store` in its own database, on its own connection,
+        /// for `scope` (the tenant id of a
+        /// [`for_tenant`](crate::SqliteStore::for_tenant) store, else
+        /// `""`). An edit's version is written inside the store's
+        /// transaction, so it commits (durably) with the edit or not at all.
+        pub fn for_store(store: &crate::SqliteStore, scope: &str) -> Result<Self, HistoryError> {
+            store
+                .with_connection(|conn| conn.execute_batch(SCHEMA))
+                .map_err(db_error)?;
+            Ok(SqliteLog {
+                conn: Source::Shared(store.clone()),
+                scope: scope.to_owned(),
+            })
+        }
+
+        /// A log in the SQLite database file `path` of its own (say
+        /// `memory.db.claude-memory-history`), for `scope`. Not the
+        /// store's own file: the store holds its write lock while an edit
+        /// runs, and the version is written then (use
+        /// [`for_store`](Self::for_store) for the store's database).
+        pub fn open(path: impl AsRef<std::path::Path>, scope: &str) -> Result<Self, HistoryError> {
+            let conn = Connection::open(path).map_err(db_error)?;
+            conn.pragma_update(None, "journal_mode", "WAL")
+                .map_err(db_error)?;
+            conn.pragma_update(None, "synchronous", "NORMAL")
+                .map_err(db_error)?;
+            Self::init(conn, scope)
+        }
+
+        /// A log in a private in-memory database (for tests).
+        pub fn open_in_memory(scope: &str) -> Result<Self, HistoryError> {
+            Self::init(Connection::open_in_memory().map_err(db_error)?, scope)
+        }
+
+        fn init(conn: Connection, scope: &str) -> Result<Self, HistoryError> {
+            conn.busy_timeout(std::time::Duration::from_secs(30))
+                .map_err(db_error)?;
+            conn.execute_batch(SCHEMA).map_err(db_error)?;
+            Ok(SqliteLog {
+                conn: Source::Own(Mutex::new(conn)),
+                scope: scope.to_owned(),
+            })
+        }
+
+        /// Runs `f` on the log's connection.
+        fn with<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
+            match &self.conn {
+                Source::Own(conn) => f(&conn.lock().unwrap_or_else(PoisonError::into_inner)),
+                Source::Shared(store) => store.with_connection(f),
+            }
+        }
+
+        /// Runs `f` in a savepoint (a transaction of its own, or nested in
+        /// the store's): all of it or nothing.
+        fn atomically<T>(
+            &self,
+            f: impl FnOnce(&Connection) -> Result<T, HistoryError>,
+        ) -> Result<T, HistoryError> {
+            self.with(|conn| {
+                conn.execute_batch("SAVEPOINT claude_memory_history")
+                    .map_err(db_error)?;
+                match f(conn) {
+                    Ok(out) => {
+                        conn.execute_batch("RELEASE claude_memory_history")
+                            .map_err(db_error)?;
+                        Ok(out)
+                    }
+                    Err(e) => {
+                        let _ = conn.execute_batch(
+                            "ROLLBACK TO claude_memory_history; RELEASE claude_memory_history",
+                        );
+                        Err(e)
+                    }
+                }
+            })
+        }
+    }
+
+    impl HistoryLog for SqliteLog {
+        fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
+            self.atomically(|db| {
+                // AUTOINCREMENT: ids increase, across scopes and processes,
+                // and a dropped version's id is never given out again.
+                let mut insert = db
+                    .prepare_cached(
+                        "INSERT INTO claude_memory_history (scope, file, op, path, from_path, \
+                         time_ns, actor, call, sha256, size, content, redacted, note) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                    )
+                    .map_err(db_error)?;
+                for v in versions.iter_mut() {
+                    insert
+                        .execute(params![
+                            self.scope,
+                            i64_of(v.file),
+                            v.op.as_str(),
+                            v.path,
+                            v.from,
+                            i64_of(to_nanos(v.time)),
+                            v.actor,
+                            v.call,
+                            v.sha256,
+                            i64_of(v.size),
+                            v.content,
+                            v.redacted,
+                            v.note,
+                        ])
+                        .map_err(db_error)?;
+                    v.id = u64_of(db.last_insert_rowid());
+                }
+                Ok(())
+            })
+        }
+
+        fn load(&self) -> Result<Vec<Revision>, HistoryError> {
+            self.with(|conn| self.load_from(conn))
+        }
+
+        fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
+            self.atomically(|db| {
+                for id in ids {
+                    db.execute(
+                        "DELETE FROM claude_memory_history WHERE scope = ?1 AND id = ?2",
+                        params![self.scope, i64_of(*id)],
+                    )
+                    .map_err(db_error)?;
+                }
+                Ok(())
+            })
+        }
+
+        fn redact(&self, id: u64) -> Result<bool, HistoryError> {
+            self.with(|conn| {
+                conn.execute(
+                    "UPDATE claude_memory_history SET content = NULL, redacted = 1 \
+                     WHERE scope = ?1 AND id = ?2",
+                    params![self.scope, i64_of(id)],
+                )
+                .map(|n| n > 0)
+                .map_err(db_error)
+            })
+        }
+    }
+
+    impl SqliteLog {
+        fn load_from(&self, conn: &Connection) -> Result<Vec<Revision>, HistoryError> {
+            let mut query = conn
+                .prepare_cached(
+                    "SELECT id, file, op, path, from_path, time_ns, actor, call, sha256, size, \
+                     content, redacted, note FROM claude_memory_history WHERE scope = ?1 ORDER BY id",
+                )
+                .map_err(db_error)?;
+            let rows = query
+                .query_map([&self.scope], |r| {
+                    Ok(Revision {
+                        id: u64_of(r.get(0)?),
+                        file: u64_of(r.get(1)?),
+                        op: op_of(&r.get::<_, String>(2)?),
+                        path: r.get(3)?,
+                        from: r.get(4)?,
+                        time: from_nanos(u64_of(r.get(5)?)),
+                        actor: r.get(6)?,
+                        call: r.get(7)?,
+                        sha256: r.get(8)?,
+                        size: u64_of(r.get(9)?),
+                        content: r.get(10)?,
+                        redacted: r.get(11)?,
+                        note: r.get(12)?,
+                    })
+                })
+                .map_err(db_error)?;
+            rows.collect::<Result<_, _>>().map_err(db_error)
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+pub use self::pg::PostgresLog;
+
+#[cfg(feature = "postgres")]
+mod pg {
+    use super::*;
+    use crate::PostgresStore;
+    use crate::store::sql::{Dialect, Fail, Param};
+
+    /// The table, then its id counter (one statement each: the store's
+    /// connections run prepared statements).
+    const SCHEMA: [&str; 2] = [
+        "CREATE TABLE IF NOT EXISTS claude_memory_history (
+    scope TEXT NOT NULL,
+    id BIGINT NOT NULL,
+    file BIGINT NOT NULL,
+    op TEXT NOT NULL,
+    path TEXT NOT NULL,
+    from_path TEXT,
+    time_ns BIGINT NOT NULL,
+    actor TEXT,
+    call TEXT,
+    sha256 TEXT NOT NULL,
+    size BIGINT NOT NULL,
+    content BYTEA,
+    redacted BOOLEAN NOT NULL DEFAULT FALSE,
+    note TEXT,
+    PRIMARY KEY (scope, id)
+)",
+        "CREATE TABLE IF NOT EXISTS claude_memory_history_ids (
+    scope TEXT PRIMARY KEY,
+    last_id BIGINT NOT NULL
+)",
+    ];
+
+    fn db_fail(e: Fail) -> HistoryError {
+        HistoryError::Log(e.describe())
+    }
+
+    /// A nullable text column's parameter: `NULLIF($n, '')` in the SQL
+    /// turns `""` back into NULL (no stored value is an empty string).
+    fn or_empty(text: &Option<String>) -> Param<'_> {
+        Param::Text(text.as_deref().unwrap_or(""))
+    }
+
+    fn non_empty(text: String) -> Option<String> {
+        (!text.is_empty()).then_some(text)
+    }
+
+    /// The history of a [`PostgresStore`](crate::PostgresStore), in the
+    /// table `claude_memory_history` of the same database, through a pool
+    /// (and runtime) of its own, so it is as safe in async code as the
+    /// store and never waits for a connection the store's change holds.
+    /// Ids stay monotonic across processes (a per-scope counter row).
+    pub struct PostgresLog {
+        db: PostgresStore,
+        scope: String,
+    }
+
+    impl std::fmt::Debug for PostgresLog {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("PostgresLog")
+                .field("scope", &self.scope)
+                .finish_non_exhaustive()
+        }
+    }
+
+    impl PostgresLog {
+        /// The log of the PostgreSQL store at `url`, for `scope` (the
+        /// tenant id of a [`for_tenant`](crate::PostgresStore::for_tenant)
+        /// store, else `""`).
+        pub fn connect(url: &str, scope: &str) -> Result<Self, HistoryError> {
+            let db = PostgresStore::connect(url, 2).map_err(db_error)?;
+            db.transaction("\u{1}history-schema", |tx| {
+                for statement in SCHEMA {
+                    tx.run(statement, &[])?;
+                }
+                Ok(())
+            })
+            .map_err(db_fail)?;
+            Ok(PostgresLog {
+                db,
+                scope: scope.to_owned(),
+            })
+        }
+
+        /// The advisory lock of this scope's appends.
+        fn lock(&self) -> String {
+            format!("\u{1}history:{}", self.scope)
+        }
+    }
+
+    impl HistoryLog for PostgresLog {
+        fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
+            let count = i64_of(versions.len() as u64);
+            let ids = self
+                .db
+                .transaction(&self.lock(), |tx| {
+                    // The counter row's lock orders concurrent appends; a
+                    // dropped version's id is never given out again.
+                    let last = tx
+                        .fetch_opt(
+                            "INSERT INTO claude_memory_history_ids (scope, last_id) VALUES ($1, $2)
+                             ON CONFLICT (scope) DO UPDATE
+                             SET last_id = claude_memory_history_ids.last_id + $2 RETURNING last_id",
+                            &[Param::Text(&self.scope), Param::Int(count)],
+                            |r| r.int(0),
+                        )?
+                        .unwrap_or(count);
+                    let mut id = u64_of(last).saturating_sub(versions.len() as u64);
+                    let mut ids = Vec::with_capacity(versions.len());
+                    for v in versions.iter() {
+                        id += 1;
+                        tx.run(
+                            "INSERT INTO claude_memory_history (scope, id, file, op, path, from_path,
+                             time_ns, actor, call, sha256, size, content, redacted, note)
+                             VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, NULLIF($8, ''),
+                                     NULLIF($9, ''), $10, $11, $12, $13::BIGINT <> 0, NULLIF($14, ''))",
+                            &[
+                                Param::Text(&self.scope),
+                                Param::Int(i64_of(id)),
+                                Param::Int(i64_of(v.file)),
+                                Param::Text(v.op.as_str()),
+                                Param::Text(&v.path),
+                                or_empty(&v.from),
+                                Param::Int(i64_of(to_nanos(v.time))),
+                                or_empty(&v.actor),
+                                or_empty(&v.call),
+                                Param::Text(&v.sha256),
+                                Param::Int(i64_of(v.size)),
+                                match &v.content {
+                                    Some(c) => Param::Bytes(c),
+                                    None => Param::NullBytes,
+                                },
+                                Param::Int(i64::from(v.redacted)),
+                                or_empty(&v.note),
+                            ],
+                        )?;
+                        ids.push(id);
+                    }
+                    Ok(ids)
+                })
+                .map_err(db_fail)?;
+            for (v, id) in versions.iter_mut().zip(ids) {
+                v.id = id;
+            }
+            Ok(())
+        }
+
+        fn load(&self) -> Result<Vec<Revision>, HistoryError> {
+            self.db
+                .connection(|c| {
+                    Ok(c.fetch_all(
+                        "SELECT id, file, op, path, COALESCE(from_path, ''), time_ns,
+                                COALESCE(actor, ''), COALESCE(call, ''), sha256, size, content,
+                                redacted, COALESCE(note, '')
+                         FROM claude_memory_history WHERE scope = $1 ORDER BY id",
+                        &[Param::Text(&self.scope)],
+                        |r| {
+                            Ok(Revision {
+                                id: u64_of(r.int(0)?),
+                                file: u64_of(r.int(1)?),
+                                op: op_of(&r.text(2)?),
+                                path: r.text(3)?,
+                                from: non_empty(r.text(4)?),
+                                time: from_nanos(u64_of(r.int(5)?)),
+                                actor: non_empty(r.text(6)?),
+                                call: non_empty(r.text(7)?),
+                                sha256: r.text(8)?,
+                                size: u64_of(r.int(9)?),
+                                content: r.bytes(10)?,
+                                redacted: r.flag(11)?,
+                                note: non_empty(r.text(12)?),
+                            })
+                        },
+                    )?)
+                })
+                .map_err(db_fail)
+        }
+
+        fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
+            self.db
+                .transaction(&self.lock(), |tx| {
+                    for &id in ids {
+                        tx.run(
+                            "DELETE FROM claude_memory_history WHERE scope = $1 AND id = $2",
+                            &[Param::Text(&self.scope), Param::Int(i64_of(id))],
+                        )?;
+                    }
+                    Ok(())
+                })
+                .map_err(db_fail)
+        }
+
+        fn redact(&self, id: u64) -> Result<bool, HistoryError> {
+            self.db
+                .transaction(&self.lock(), |tx| {
+                    Ok(tx
+                        .fetch_opt(
+                            "UPDATE claude_memory_history SET content = NULL, redacted = TRUE
+                             WHERE scope = $1 AND id = $2 RETURNING id",
+                            &[Param::Text(&self.scope), Param::Int(i64_of(id))],
+                            |r| r.int(0),
+                        )?
+                        .is_some())
+                })
+                .map_err(db_fail)
+        }
+    }
+}
