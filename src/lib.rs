@@ -49,14 +49,16 @@
 //! | `postgres` | `PostgresStore` |
 //! | `cli` | the `claude-memory` command-line tool |
 //! | `tracing` | one `tracing` span per command (no file content) |
-//! | `conformance` | the [`conformance`] suite, to prove your own store |
+//! | `conformance` | the `conformance` suite, to prove your own store |
 //!
 //! # Where things live
 //!
 //! [`path`] validates paths; `tool/` holds the handler, one file per
 //! command; every model-facing string is in `render.rs`; [`store`] holds
-//! the trait, the tree walk and each backend; [`backup`], [`expiry`],
-//! [`policy`] and [`audit`] are operations on top.
+//! the trait, the tree walk and each backend (`store/fs/unix`,
+//! `store/fs/windows`, `store/sql`); [`history`], [`backup`], [`expiry`],
+//! [`policy`] and [`audit`] are operations on top; the `conformance` cases
+//! are in `src/conformance/`, one file per subject.
 //!
 //! # One step of a tool-use loop
 //!

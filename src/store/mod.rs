@@ -1,8 +1,9 @@
 //! The storage seam: a small set of primitives every backend implements.
 //!
 //! Backends do not know the six commands, render no text and never see a
-//! raw path string. [`dispatch`](crate::MemoryTool) builds every command out
-//! of these primitives, so all backends answer byte for byte alike.
+//! raw path string. The handler ([`MemoryTool`](crate::MemoryTool)) builds
+//! every command out of these primitives, so all backends answer byte for
+//! byte alike.
 
 mod error;
 #[cfg(any(unix, windows))]
