@@ -171,3 +171,57 @@ fn any_time_formats() {
     let far = UNIX_EPOCH + Duration::from_secs(300_000_000_000);
     assert_eq!(format_time(far), "300000000000s after the epoch");
 }
+
+/// Files that were there before history was turned on have only a
+/// baseline version, recorded then: a restore to an earlier time cannot
+/// know whether they existed, so it keeps them (it used to delete them).
+#[test]
+fn a_restore_before_the_baseline_keeps_the_files_it_cannot_date() {
+    use claude_memory::history::HistoryStore;
+    use claude_memory::store::WriteMode;
+    use claude_memory::{InMemoryStore, MemoryPath, MemoryStore};
+    use std::time::{Duration, SystemTime};
+
+    let store = InMemoryStore::new();
+    let old = MemoryPath::parse("/memories/old.md").expect("path");
+    store
+        .write(&old, b"kept from before\n", WriteMode::Create)
+        .expect("write");
+    let history = HistoryStore::open(&store, MemoryLog::new()).expect("history");
+    // A file made with history on, after the restore point: it goes.
+    let new = MemoryPath::parse("/memories/new.md").expect("path");
+    let before = SystemTime::now() - Duration::from_secs(3600);
+    history
+        .write(&new, b"new\n", WriteMode::Create)
+        .expect("write");
+    let report = history.restore(before, None).expect("restore");
+    assert_eq!(report.skipped, ["/memories/old.md"]);
+    assert_eq!(report.deleted, ["/memories/new.md"]);
+    assert_eq!(
+        store.read(&old, 100).expect("still there").data,
+        b"kept from before\n"
+    );
+}
+
+/// Redacting a leaked secret erases it everywhere the history keeps it:
+/// the delete that removed it holds the same content.
+#[test]
+fn redacting_a_version_erases_the_same_content_in_every_version() {
+    use claude_memory::history::{HistoryStore, Query};
+    use claude_memory::store::WriteMode;
+    use claude_memory::{InMemoryStore, MemoryPath, MemoryStore};
+
+    let history = HistoryStore::open(InMemoryStore::new(), MemoryLog::new()).expect("history");
+    let p = MemoryPath::parse("/memories/leak.md").expect("path");
+    history
+        .write(&p, b"sk-secret\n", WriteMode::Create)
+        .expect("write");
+    history.delete(&p).expect("delete");
+    let all = history.versions(&Query::default()).expect("versions");
+    assert_eq!(all.len(), 2);
+    let ids = history.redact(all[0].id).expect("redact");
+    assert_eq!(ids, [all[0].id, all[1].id]);
+    for v in history.versions(&Query::default()).expect("versions") {
+        assert!(v.redacted && v.content.is_none(), "{v:?}");
+    }
+}

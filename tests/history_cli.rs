@@ -151,3 +151,64 @@ fn admin(url: &str, sql: &str) {
         let _ = connection.await;
     });
 }
+
+/// The history commands never start a history (a restore would take every
+/// file for new and delete it); a store that has one records every change,
+/// `--history` or not; `history prune` takes no filters.
+#[test]
+fn history_commands_need_a_history_and_a_history_records_everything() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let store = dir.path().join("m");
+    let store = store.to_str().expect("utf8");
+    let create = |path: &str, id: &str| {
+        format!(
+            r#"{{"type":"tool_use","id":"{id}","name":"memory","input":{{"command":"create","path":"{path}","file_text":"x\n"}}}}"#
+        )
+    };
+    let o = run(
+        store,
+        &["serve"],
+        Some(&create("/memories/a.md", "toolu_1")),
+    );
+    assert!(o.status.success());
+    for args in [
+        &["restore", "--at", "1h"][..],
+        &["revert", "1"],
+        &["redact", "1"],
+        &["history", "prune", "--keep", "1"],
+    ] {
+        let o = run(store, args, None);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("no history for this store"),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    assert!(
+        dir.path().join("m/a.md").exists(),
+        "nothing was restored away"
+    );
+    // Start one, then change the store without the flag: still recorded.
+    let o = run(
+        store,
+        &["--history", "serve"],
+        Some(&create("/memories/b.md", "toolu_2")),
+    );
+    assert!(o.status.success());
+    let o = run(
+        store,
+        &["serve"],
+        Some(&create("/memories/c.md", "toolu_3")),
+    );
+    assert!(o.status.success());
+    let o = run(store, &["history", "--actor", "toolu_3"], None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("/memories/c.md"));
+    let o = run(
+        store,
+        &["history", "/memories/c.md", "prune", "--keep", "1"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -280,7 +280,10 @@ pub struct RestoreReport {
     pub written: Vec<String>,
     /// Files deleted (they did not exist at that time).
     pub deleted: Vec<String>,
-    /// Files left as they are: their content then was redacted.
+    /// Files left as they are: their content then was redacted, or the
+    /// history cannot say whether they existed then (their first version
+    /// is a baseline or a repair recorded after that time: they were
+    /// there, since some unknown time, when it was recorded).
     pub skipped: Vec<String>,
     /// Files that could not be restored, and why.
     pub failed: Vec<(String, String)>,
@@ -304,9 +307,10 @@ pub struct Retention {
 /// [`FileLog::for_store`] for a filesystem store, `SqliteLog` /
 /// `PostgresLog` for the database stores; for tenants wrap each
 /// tenant's store, with a log of its own. Changes made through the
-/// wrapper are serialized in-process; several processes may share a store
-/// and its log (ids stay monotonic), with repair on the next open for a
-/// crash in any of them.
+/// wrapper are serialized in-process. Ids stay monotonic across
+/// processes, but the repair on open cannot tell another process's change
+/// in flight from a crash's leftover: keep one writing process per
+/// filesystem or SQLite store (PostgreSQL showed no such loss).
 pub struct HistoryStore<S> {
     inner: S,
     log: Arc<dyn HistoryLog>,
@@ -892,11 +896,42 @@ impl<S: MemoryStore> HistoryStore<S> {
             }
         }
         then.retain(|p, _| under(p, &pre));
+        // Each file's first version (a file keeps its id across renames):
+        // if it is a baseline or repair recorded after `at`, the history
+        // does not say the file was missing at `at`.
+        let lineage = |v: &Revision| if v.file == 0 { v.id } else { v.file };
+        let mut first: BTreeMap<u64, &Revision> = BTreeMap::new();
+        let mut file_at: BTreeMap<&str, u64> = BTreeMap::new();
+        for v in &versions {
+            first.entry(lineage(v)).or_insert(v);
+            if let Some(from) = &v.from {
+                file_at.remove(from.as_str());
+            }
+            match v.op {
+                ChangeOp::Deleted => file_at.remove(v.path.as_str()),
+                _ => file_at.insert(v.path.as_str(), lineage(v)),
+            };
+        }
+        let unknown_then = |path: &str| {
+            file_at
+                .get(path)
+                .and_then(|id| first.get(id))
+                .is_some_and(|v| {
+                    v.time > at
+                        && v.note
+                            .as_deref()
+                            .is_some_and(|n| n.starts_with("baseline") || n.starts_with("repair"))
+                })
+        };
         let live = self.live(prefix)?;
         let note = format!("restore to {}", format_time(at));
         let mut report = RestoreReport::default();
         scoped(&NOTE, Some(note), || {
             for path in live.keys().filter(|p| !then.contains_key(*p)) {
+                if unknown_then(path) {
+                    report.skipped.push(path.clone());
+                    continue;
+                }
                 let Some(p) = MemoryPath::from_stored(path) else {
                     continue;
                 };
@@ -931,14 +966,29 @@ impl<S: MemoryStore> HistoryStore<S> {
         Ok(report)
     }
 
-    /// Erases version `id`'s content; its record (path, operation, time,
-    /// actor, sha256, size) stays.
-    pub fn redact(&self, id: u64) -> Result<(), HistoryError> {
-        if self.log.redact(id)? {
-            Ok(())
-        } else {
-            Err(HistoryError::NoSuchVersion(id))
+    /// Erases version `id`'s content, and that of every other version
+    /// holding the same content (same sha256: a leaked secret is kept by
+    /// the delete that removed it and by reverts too); their records (path,
+    /// operation, time, actor, sha256, size) stay. Returns the ids erased,
+    /// `id` first.
+    pub fn redact(&self, id: u64) -> Result<Vec<u64>, HistoryError> {
+        let _guard = self.lock();
+        let versions = self.load()?;
+        let target = versions
+            .iter()
+            .find(|v| v.id == id)
+            .ok_or(HistoryError::NoSuchVersion(id))?;
+        let mut ids = vec![id];
+        ids.extend(
+            versions
+                .iter()
+                .filter(|v| v.id != id && v.sha256 == target.sha256 && v.content.is_some())
+                .map(|v| v.id),
+        );
+        for &v in &ids {
+            self.log.redact(v)?;
         }
+        Ok(ids)
     }
 
     /// Removes versions beyond `retention` (never the latest version of a

@@ -2,8 +2,6 @@
 //! beside the store's own tables, one history per scope (a tenant id, or
 //! `""` for the whole database).
 
-use std::sync::{Mutex, PoisonError};
-
 use super::{ChangeOp, HistoryError, HistoryLog, Revision, from_nanos, to_nanos};
 
 fn db_error(e: impl std::fmt::Display) -> HistoryError {
@@ -32,6 +30,8 @@ pub use self::sqlite::SqliteLog;
 
 #[cfg(feature = "sqlite")]
 mod sqlite {
+    use std::sync::{Mutex, PoisonError};
+
     use super::*;
     use rusqlite::{Connection, params};
 

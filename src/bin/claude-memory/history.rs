@@ -14,35 +14,47 @@ use crate::store::{Access, StoreSpec};
 /// written); otherwise the open repairs and says so on stderr.
 pub type History = HistoryStore<Box<dyn MemoryStore>>;
 
-/// The history log of the store `spec` names.
-fn log(spec: &StoreSpec, access: Access) -> Result<Box<dyn HistoryLog>, Failure> {
+/// Where the history of a directory or SQLite store is kept, if the CLI
+/// can tell without connecting (`None` for PostgreSQL).
+fn history_file(spec: &StoreSpec) -> Option<std::path::PathBuf> {
     match spec {
-        StoreSpec::Dir(dir) => {
-            let journal = dir
-                .join(claude_memory::history::HISTORY_DIR)
-                .join("journal.jsonl");
-            if access == Access::Read && !journal.is_file() {
-                return Err(Failure::Failed(format!(
-                    "no history in {}: it is kept only when the store is used with --history",
-                    dir.display()
-                )));
-            }
-            Ok(Box::new(
-                claude_memory::history::FileLog::for_store(dir).map_err(failed)?,
-            ))
+        StoreSpec::Dir(dir) => Some(
+            dir.join(claude_memory::history::HISTORY_DIR)
+                .join("journal.jsonl"),
+        ),
+        StoreSpec::Sqlite(path) => {
+            let mut file = path.clone().into_os_string();
+            file.push(".claude-memory-history");
+            Some(std::path::PathBuf::from(file))
         }
+        StoreSpec::Postgres(_) => None,
+    }
+}
+
+/// Whether the store already keeps a history: then every command that
+/// changes it records its changes too, `--history` or not, so a change
+/// made without the flag is never missing from `history`.
+pub fn exists(spec: &StoreSpec) -> bool {
+    history_file(spec).is_some_and(|f| f.is_file())
+}
+
+/// The history log of the store `spec` names. `start` says whether a
+/// store without one may get one now (`--history`); the history
+/// commands only work on a history that exists.
+fn log(spec: &StoreSpec, start: bool) -> Result<Box<dyn HistoryLog>, Failure> {
+    if !start && history_file(spec).is_some_and(|f| !f.is_file()) {
+        return Err(Failure::Failed(
+            "no history for this store: it is kept only once the store is used with --history (serve, import or prune)".into(),
+        ));
+    }
+    match spec {
+        StoreSpec::Dir(dir) => Ok(Box::new(
+            claude_memory::history::FileLog::for_store(dir).map_err(failed)?,
+        )),
         StoreSpec::Sqlite(path) => {
             // A database file of its own beside the store's: cheaper per
             // write than the store's own database (see SqliteLog).
-            let mut file = path.clone().into_os_string();
-            file.push(".claude-memory-history");
-            let file = std::path::PathBuf::from(file);
-            if access == Access::Read && !file.is_file() {
-                return Err(Failure::Failed(format!(
-                    "no history for {}: it is kept only when the store is used with --history",
-                    path.display()
-                )));
-            }
+            let file = history_file(spec).unwrap_or_else(|| path.clone());
             sqlite_log(&file)
         }
         StoreSpec::Postgres(url) => postgres_log(url),
@@ -79,8 +91,9 @@ pub fn open(
     spec: &StoreSpec,
     store: Box<dyn MemoryStore>,
     access: Access,
+    start: bool,
 ) -> Result<History, Failure> {
-    let log = log(spec, access)?;
+    let log = log(spec, start)?;
     if access == Access::Read {
         return HistoryStore::inspect(store, log).map_err(failed);
     }
@@ -219,14 +232,28 @@ pub fn restore(h: &History, at: SystemTime, prefix: Option<&str>) -> Outcome {
 
 /// `redact ID`.
 pub fn redact(h: &History, id: u64) -> Outcome {
-    h.redact(id).map_err(failed)?;
-    out(format_args!(
-        "redacted v{id}: its content is erased, its record kept"
-    ))
+    let ids = h.redact(id).map_err(failed)?;
+    let also: Vec<String> = ids[1..].iter().map(|v| format!("v{v}")).collect();
+    if also.is_empty() {
+        out(format_args!(
+            "redacted v{id}: its content is erased, its record kept"
+        ))
+    } else {
+        out(format_args!(
+            "redacted v{id} and {} holding the same content ({}): their content is erased, their records kept",
+            count(also.len(), "other version", "other versions"),
+            also.join(", ")
+        ))
+    }
 }
 
 /// `history prune [--older-than AGE] [--keep N]`.
 pub fn prune(h: &History, older_than: Option<Duration>, keep: Option<usize>) -> Outcome {
+    if keep == Some(0) {
+        return Err(Failure::Usage(
+            "--keep 0 would leave a live file without its latest version: keep at least 1".into(),
+        ));
+    }
     if older_than.is_none() && keep.is_none() {
         return Err(Failure::Usage(
             "history prune needs --older-than AGE, --keep N or both".into(),

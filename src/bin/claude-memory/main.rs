@@ -62,15 +62,20 @@ fn run(cli: Cli) -> Outcome {
     }
     // Each command says what it does to the store: only reading commands
     // open it read-only; only serve and import may create it.
-    let with_history = cli.history;
+    // A store that keeps a history records every change, with the flag or
+    // not; `--history` starts one.
+    let with_history = cli.history || history::exists(&spec);
     let open = |access: Access| -> Result<Tool, Failure> {
         let mut store = store::open(&spec, access)?;
         if with_history && access != Access::Read {
-            store = Box::new(history::open(&spec, store, access)?);
+            store = Box::new(history::open(&spec, store, access, true)?);
         }
         Ok(MemoryTool::with_config(store, config.clone()))
     };
-    let open_history = |access: Access| history::open(&spec, store::open(&spec, access)?, access);
+    // The history commands never start a history: on a store without one
+    // they say so (a restore would otherwise take every file for new).
+    let open_history =
+        |access: Access| history::open(&spec, store::open(&spec, access)?, access, false);
     match cli.command {
         Command::Serve => {
             let tool = open(Access::Create)?;
@@ -104,8 +109,24 @@ fn run(cli: Cli) -> Outcome {
         Command::Stats => stats::stats(&open(Access::Read)?),
         Command::History {
             action: Some(args::HistoryAction::Prune { older_than, keep }),
-            ..
-        } => history::prune(&open_history(Access::Change)?, older_than, keep),
+            path,
+            prefix,
+            since,
+            until,
+            actor,
+        } => {
+            if path.is_some()
+                || prefix.is_some()
+                || since.is_some()
+                || until.is_some()
+                || actor.is_some()
+            {
+                return Err(Failure::Usage(
+                    "history prune applies to the whole history: it takes --older-than and --keep only (no PATH, --prefix, --since, --until or --actor)".into(),
+                ));
+            }
+            history::prune(&open_history(Access::Change)?, older_than, keep)
+        }
         Command::History {
             action: None,
             path,

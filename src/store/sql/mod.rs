@@ -165,7 +165,9 @@ pub(crate) enum Param<'a> {
     Int(i64),
     /// `BLOB` / `BYTEA`.
     Bytes(&'a [u8]),
-    /// A NULL `BLOB` / `BYTEA`.
+    /// A NULL `BLOB` / `BYTEA` (the PostgreSQL history log's redacted
+    /// content).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     NullBytes,
 }
 
@@ -184,6 +186,7 @@ pub(crate) trait Columns {
 }
 
 /// Implements [`Columns`] for a driver's row type by its typed getter.
+#[cfg(feature = "sqlite")]
 macro_rules! columns {
     ($row:ty, $error:ty, $get:ident) => {
         impl $crate::store::sql::Columns for $row {
@@ -203,6 +206,7 @@ macro_rules! columns {
         }
     };
 }
+#[cfg(feature = "sqlite")]
 use columns;
 
 /// A database driver's error type.
@@ -233,7 +237,9 @@ impl From<StoreError> for Fail {
 }
 
 impl Fail {
-    /// What went wrong, in words (for errors that name no memory path).
+    /// What went wrong, in words (for errors that name no memory path:
+    /// the PostgreSQL history log's).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fn describe(self) -> String {
         match self {
             Fail::Store(e) => e.to_string(),
