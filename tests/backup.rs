@@ -489,3 +489,23 @@ fn directory_entries_below_files_of_the_backup_are_implied() {
         Some(EntryKind::Directory)
     );
 }
+
+/// Names no memory path can spell (here: not in NFC, as an earlier release
+/// accepted) are named, never silently left out of a backup.
+#[cfg(unix)]
+#[test]
+fn entries_no_path_can_spell_are_reported_not_dropped() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    std::fs::write(dir.path().join("ok.md"), "ok").expect("write");
+    std::fs::write(dir.path().join("cafe\u{301}.md"), "nfd").expect("write");
+    std::fs::create_dir(dir.path().join("a\u{200b}b")).expect("mkdir");
+    let store = claude_memory::FilesystemStore::open(dir.path()).expect("open");
+    let backup = Backup::of_store(&store).expect("export");
+    assert_eq!(backup.files.len(), 1);
+    let mut missing = backup.unspellable.clone();
+    missing.sort();
+    assert_eq!(
+        missing,
+        ["/memories/a\u{200b}b/", "/memories/cafe\u{301}.md"]
+    );
+}

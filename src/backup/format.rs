@@ -37,6 +37,14 @@ pub struct Backup {
     pub version: u32,
     /// Files and empty directories, in path order.
     pub files: Vec<Entry>,
+    /// Entries [`of_store`](Self::of_store) found but could not take: their
+    /// names are ones no memory path can spell (made outside the store's
+    /// API, or by a release with looser path rules, such as a name not in
+    /// NFC), so the backup does not hold them. Never serialized; a caller
+    /// should not take the backup for complete unless this is empty (the
+    /// CLI refuses to write it).
+    #[serde(skip)]
+    pub unspellable: Vec<String>,
 }
 
 /// One file or empty directory of a [`Backup`]: exactly one of `text`,
@@ -163,6 +171,7 @@ impl Backup {
             format: FORMAT.to_owned(),
             version: VERSION,
             files,
+            unspellable: Vec::new(),
         }
     }
 

@@ -9,6 +9,13 @@ use crate::output::{Failure, Outcome, count, err, failed, out, stdout_error};
 
 pub fn export(tool: &crate::Tool, output: Option<&Path>) -> Outcome {
     let backup = Backup::of_store(tool.store()).map_err(failed)?;
+    if !backup.unspellable.is_empty() {
+        return Err(Failure::Failed(format!(
+            "nothing was exported: the store holds {} no memory path can spell (made outside the store, or by a release with looser rules, such as names not in NFC), which a backup would silently miss: {}; rename them on disk, then export again",
+            count(backup.unspellable.len(), "entry", "entries"),
+            backup.unspellable.join(", ")
+        )));
+    }
     let summary = format!(
         "{} and {}",
         count(backup.file_count(), "file", "files"),
