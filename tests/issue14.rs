@@ -30,8 +30,12 @@ use common::stdio_binary;
 /// (feature `sqlite`) and a fresh tenant of the test PostgreSQL database
 /// (feature `postgres` and CLAUDE_MEMORY_TEST_POSTGRES_URL; required when
 /// CLAUDE_MEMORY_REQUIRE_POSTGRES is set, as in CI).
+#[allow(
+    unused_mut,
+    clippy::vec_init_then_push,
+    reason = "which stores are pushed depends on the features"
+)]
 fn sql_stores() -> Vec<Box<dyn MemoryStore>> {
-    #[allow(unused_mut)]
     let mut stores: Vec<Box<dyn MemoryStore>> = Vec::new();
     #[cfg(feature = "sqlite")]
     stores.push(Box::new(

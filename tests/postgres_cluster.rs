@@ -13,10 +13,6 @@ use std::time::{Duration, Instant};
 
 use claude_memory::store::WriteMode;
 use claude_memory::{MemoryPath, MemoryStore, PostgresError, PostgresStore};
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair, KeyUsagePurpose,
-};
 
 /// A CA and a server certificate for `localhost` it signed.
 struct Certs {
@@ -26,27 +22,92 @@ struct Certs {
 }
 
 fn certs() -> Certs {
-    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(DnType::CommonName, "claude-memory test CA");
-    ca.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
+    // Made with the openssl command (PostgreSQL's packages bring it), so
+    // the crate needs no certificate library, even as a dev-dependency.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let d = |name: &str| dir.path().join(name);
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .expect("run openssl");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
     ];
-    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("CA key")).expect("CA");
-    let mut server = CertificateParams::new(vec!["localhost".to_owned()]).expect("server params");
-    server
-        .distinguished_name
-        .push(DnType::CommonName, "localhost");
-    server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let key = KeyPair::generate().expect("server key");
-    let cert = server.signed_by(&key, &ca).expect("server certificate");
+    openssl(
+        &[
+            &["req", "-x509"][..],
+            &ec,
+            &[
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.pem",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=claude-memory test CA",
+                "-addext",
+                "basicConstraints=critical,CA:TRUE",
+                "-addext",
+                "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
+            ],
+        ]
+        .concat(),
+    );
+    openssl(
+        &[
+            &["req"][..],
+            &ec,
+            &[
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+                "-subj",
+                "/CN=localhost",
+            ],
+        ]
+        .concat(),
+    );
+    std::fs::write(
+        d("server.ext"),
+        "subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n",
+    )
+    .expect("extensions");
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+    ]);
+    let read = |name: &str| std::fs::read_to_string(d(name)).expect("read a certificate file");
     Certs {
-        ca_pem: ca.pem(),
-        server_pem: cert.pem(),
-        server_key_pem: key.serialize_pem(),
+        ca_pem: read("ca.pem"),
+        server_pem: read("server.pem"),
+        server_key_pem: read("server.key"),
     }
 }
 
