@@ -8,10 +8,12 @@
 //! - [`windows`]: the chain of directories held open without delete
 //!   sharing, reparse points refused, hard-link no-replace creates, names
 //!   Windows cannot store refused.
+//! - `lock`: the write lock both take around every change.
 //! - `version`: the content hash both use for compare-and-swap.
 //!
 //! The README's safety model says where the platforms' guarantees differ.
 
+mod lock;
 #[cfg(unix)]
 mod unix;
 mod version;

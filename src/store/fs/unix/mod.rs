@@ -37,13 +37,13 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rustix::fs::{self as rfs, FileType};
 use rustix::io::Errno;
 
 use self::resolve::{DirFd, Parent, remove_made};
 use self::sys::{Entry, entry_at, io_error, modified};
+use super::lock::{StoreLock, WriteLock};
 use super::version::content_version;
 use crate::path::MemoryPath;
 use crate::store::{
@@ -75,7 +75,7 @@ pub struct FilesystemStore {
     root: OwnedFd,
     durable: bool,
     /// `None` when opened [read-only](FilesystemStoreBuilder::read_only).
-    lock: Option<Mutex<File>>,
+    lock: StoreLock,
     temp_counter: AtomicU64,
     /// Cleared when the kernel lacks `openat2` (read on Linux only).
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
@@ -158,9 +158,10 @@ impl FilesystemStoreBuilder {
                     "the store's lock file is not a regular file",
                 ));
             }
-            Some(Mutex::new(File::from(lock)))
+            Some(File::from(lock))
         };
-        let read_only = lock.is_none();
+        let lock = StoreLock::new(lock);
+        let read_only = lock.is_read_only();
         let store = FilesystemStore {
             root_path: self.root,
             root,
@@ -181,18 +182,6 @@ impl FilesystemStoreBuilder {
 }
 
 /// Holds both the in-process mutex and the cross-process file lock.
-struct WriteLock<'a> {
-    file: MutexGuard<'a, File>,
-}
-
-impl Drop for WriteLock<'_> {
-    fn drop(&mut self) {
-        // A drop cannot report an error; the `flock` also ends when the
-        // store closes its lock file.
-        let _ = self.file.unlock();
-    }
-}
-
 impl FilesystemStore {
     /// Opens (creating if needed) a durable store at `root`.
     pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
@@ -218,16 +207,7 @@ impl FilesystemStore {
     }
 
     fn lock(&self, path: &MemoryPath) -> StoreResult<WriteLock<'_>> {
-        let Some(lock) = &self.lock else {
-            let e = io::Error::new(
-                io::ErrorKind::ReadOnlyFilesystem,
-                "the store was opened read-only",
-            );
-            return Err(StoreError::io(Op::Lock, path, e));
-        };
-        let file = lock.lock().unwrap_or_else(PoisonError::into_inner);
-        file.lock().map_err(|e| StoreError::io(Op::Lock, path, e))?;
-        Ok(WriteLock { file })
+        self.lock.acquire(path)
     }
 
     /// Opens a regular file for reading without following a link; refuses

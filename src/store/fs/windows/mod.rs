@@ -27,9 +27,9 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use self::host::{Dir, Entry, Pinned, io_error};
+use super::lock::{StoreLock, WriteLock};
 use super::version::content_version;
 use crate::path::MemoryPath;
 use crate::store::{
@@ -66,7 +66,7 @@ pub struct FilesystemStore {
     _root_pin: File,
     durable: bool,
     /// `None` when opened [read-only](FilesystemStoreBuilder::read_only).
-    lock: Option<Mutex<File>>,
+    lock: StoreLock,
     temp_counter: AtomicU64,
 }
 
@@ -121,9 +121,10 @@ impl FilesystemStoreBuilder {
         let lock = if self.read_only {
             None
         } else {
-            Some(Mutex::new(host::open_lock_file(&root, LOCK_FILE)?))
+            Some(host::open_lock_file(&root, LOCK_FILE)?)
         };
-        let read_only = lock.is_none();
+        let lock = StoreLock::new(lock);
+        let read_only = lock.is_read_only();
         let store = FilesystemStore {
             root_path: self.root,
             host_root: root,
@@ -144,18 +145,6 @@ impl FilesystemStoreBuilder {
 }
 
 /// Holds both the in-process mutex and the cross-process file lock.
-struct WriteLock<'a> {
-    file: MutexGuard<'a, File>,
-}
-
-impl Drop for WriteLock<'_> {
-    fn drop(&mut self) {
-        // A drop cannot report an error; the lock also ends when the store
-        // closes its lock file.
-        let _ = self.file.unlock();
-    }
-}
-
 /// Where the parent directory of a path is.
 enum Parent {
     Dir(Dir),
@@ -202,16 +191,7 @@ impl FilesystemStore {
     }
 
     fn lock(&self, path: &MemoryPath) -> StoreResult<WriteLock<'_>> {
-        let Some(lock) = &self.lock else {
-            let e = io::Error::new(
-                io::ErrorKind::ReadOnlyFilesystem,
-                "the store was opened read-only",
-            );
-            return Err(StoreError::io(Op::Lock, path, e));
-        };
-        let file = lock.lock().unwrap_or_else(PoisonError::into_inner);
-        file.lock().map_err(|e| StoreError::io(Op::Lock, path, e))?;
-        Ok(WriteLock { file })
+        self.lock.acquire(path)
     }
 
     /// Refuses a path with a component Windows cannot store, for commands
