@@ -7,7 +7,7 @@
 use std::io;
 
 use crate::path::PathError;
-use crate::store::StoreError;
+use crate::store::{RemoteCause, StoreError};
 
 // ---- input (§4) -----------------------------------------------------------
 
@@ -185,12 +185,22 @@ pub(crate) fn no_match(old_str: &str, path: &str) -> String {
     )
 }
 
-pub(crate) fn multiple_matches(old_str: &str, lines: &[usize]) -> String {
-    let lines: Vec<String> = lines.iter().map(usize::to_string).collect();
+/// SPEC §3 lists at most this many line numbers of a repeated `old_str`.
+pub(crate) const MATCH_LINES_SHOWN: usize = 100;
+
+/// `lines` holds at most [`MATCH_LINES_SHOWN`] numbers; `total` is how many
+/// lines matched in all (SPEC §3: the rest are counted, not listed).
+pub(crate) fn multiple_matches(old_str: &str, lines: &[usize], total: usize) -> String {
+    let shown = &lines[..lines.len().min(MATCH_LINES_SHOWN)];
+    let list: Vec<String> = shown.iter().map(usize::to_string).collect();
+    let more = total.saturating_sub(shown.len());
+    let mut joined = list.join(", ");
+    if more > 0 {
+        joined.push_str(&format!(", … ({more} more)"));
+    }
     format!(
-        "No replacement was performed. Multiple occurrences of old_str `{}` in lines: {}. Please ensure it is unique",
+        "No replacement was performed. Multiple occurrences of old_str `{}` in lines: {joined}. Please ensure it is unique",
         echo(old_str),
-        lines.join(", ")
     )
 }
 
@@ -325,8 +335,26 @@ pub(crate) fn storage_failure(error: &StoreError, path: &str) -> String {
         StoreError::UnsupportedName { reason, .. } => {
             format!("Error: The path {path} is not a valid memory path: {reason}")
         }
+        StoreError::Unreachable { cause, .. } => unreachable_store(*cause, path),
+        StoreError::OutcomeUnknown { cause, .. } => outcome_unknown(*cause, path),
+        StoreError::Integrity { .. } => integrity_failed(path),
         _ => format!("Error: The storage operation failed for {path}"),
     }
+}
+
+/// SPEC §4: a store that cannot be reached.
+pub(crate) fn unreachable_store(cause: RemoteCause, path: &str) -> String {
+    format!("Error: Could not reach the memory store ({cause}) for {path}")
+}
+
+/// SPEC §4: a write whose outcome is unknown.
+pub(crate) fn outcome_unknown(cause: RemoteCause, path: &str) -> String {
+    format!("Error: Could not confirm the write ({cause}) for {path}; view it before trying again")
+}
+
+/// SPEC §4: stored bytes that failed an integrity check.
+pub(crate) fn integrity_failed(path: &str) -> String {
+    format!("Error: Could not read {path}: its stored content failed the integrity check")
 }
 
 fn io_cause(e: &io::Error) -> &'static str {
@@ -401,6 +429,24 @@ mod tests {
             numbered_line(&mut out, n, "text é");
             assert_eq!(out, format!("{n:>6}\ttext é"));
         }
+    }
+
+    #[test]
+    fn remote_and_integrity_answers_follow_spec_4() {
+        use std::time::Duration;
+        let after = Duration::from_secs(30);
+        assert_eq!(
+            unreachable_store(RemoteCause::TimedOut { after }, "/memories/a.md"),
+            "Error: Could not reach the memory store (timed out after 30 s) for /memories/a.md"
+        );
+        assert_eq!(
+            outcome_unknown(RemoteCause::ConnectionLost, "/memories/a.md"),
+            "Error: Could not confirm the write (connection lost) for /memories/a.md; view it before trying again"
+        );
+        assert_eq!(
+            integrity_failed("/memories/a.md"),
+            "Error: Could not read /memories/a.md: its stored content failed the integrity check"
+        );
     }
 
     #[test]

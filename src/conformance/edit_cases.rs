@@ -180,6 +180,30 @@ pub fn str_replace_refuses_missing_and_ambiguous_text(store: &dyn MemoryStore) {
         replace("/memories/same.txt", "aa", Some("c")),
         "No replacement was performed. Multiple occurrences of old_str `aa` in lines: 1. Please ensure it is unique",
     );
+    // SPEC §3: at most 100 line numbers, then how many were left out. 100
+    // lines exactly are all listed; 250 lines list 100 and count 150.
+    let hundred = "k\n".repeat(100);
+    create(&t, "/memories/hundred.txt", &hundred);
+    let all: Vec<String> = (1..=100).map(|n| n.to_string()).collect();
+    err(
+        &t,
+        replace("/memories/hundred.txt", "k", Some("c")),
+        &format!(
+            "No replacement was performed. Multiple occurrences of old_str `k` in lines: {}. Please ensure it is unique",
+            all.join(", ")
+        ),
+    );
+    let many = "k k\n".repeat(250);
+    create(&t, "/memories/many.txt", &many);
+    err(
+        &t,
+        replace("/memories/many.txt", "k", Some("c")),
+        &format!(
+            "No replacement was performed. Multiple occurrences of old_str `k` in lines: {}, … (150 more). Please ensure it is unique",
+            all.join(", ")
+        ),
+    );
+    assert_eq!(bytes(store, "/memories/many.txt"), many.as_bytes());
 }
 
 /// Overlaps, literal `$`, CRLF kept byte for byte, emptied files.

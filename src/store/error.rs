@@ -6,6 +6,7 @@
 
 use std::io;
 
+pub use super::cause::RemoteCause;
 pub use super::op::Op;
 use super::{Version, WriteMode};
 use crate::path::MemoryPath;
@@ -129,6 +130,44 @@ pub enum StoreError {
         path: MemoryPath,
         /// The underlying error (its text is never shown to the model).
         source: io::Error,
+    },
+    /// The store could not be reached (a database or object storage that
+    /// refused the connection, timed out or answered with a server error),
+    /// so nothing was done. SPEC §4: `Could not reach the memory store
+    /// ({cause}) for {path}`.
+    #[error("could not reach the memory store ({cause}) for {path}")]
+    Unreachable {
+        /// The path asked for.
+        path: MemoryPath,
+        /// Why, in words safe to show the model.
+        cause: RemoteCause,
+        /// The driver's error, for programmers and logs (never shown to the
+        /// model; it may name hosts).
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// A write was sent and its outcome is unknown (the connection dropped
+    /// before the answer): it may or may not have happened. SPEC §4: `Could
+    /// not confirm the write ({cause}) for {path}; view it before trying
+    /// again`.
+    #[error("could not confirm the write ({cause}) for {path}")]
+    OutcomeUnknown {
+        /// The path asked for.
+        path: MemoryPath,
+        /// Why, in words safe to show the model.
+        cause: RemoteCause,
+        /// The driver's error, for programmers and logs (never shown to the
+        /// model).
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// The stored bytes failed an integrity check (an encrypted store's
+    /// authentication tag, a checksum): tampered with, truncated, sealed
+    /// under another key or moved from another path. Nothing of them is
+    /// returned. SPEC §4: `Could not read {path}: its stored content failed
+    /// the integrity check`.
+    #[error("{path}: its stored content failed the integrity check")]
+    Integrity {
+        /// The path asked for.
+        path: MemoryPath,
     },
     /// A failure in a custom backend (database, network, …).
     #[error("backend failed for {path}: {source}")]

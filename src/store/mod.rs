@@ -5,6 +5,7 @@
 //! every command out of these primitives, so all backends answer byte for
 //! byte alike.
 
+mod cause;
 mod error;
 #[cfg(any(unix, windows))]
 mod fs;
@@ -23,7 +24,7 @@ use std::io::Read;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-pub use error::{StoreError, StoreResult};
+pub use error::{RemoteCause, StoreError, StoreResult};
 #[cfg(any(unix, windows))]
 pub use fs::{FilesystemStore, FilesystemStoreBuilder};
 pub use memory::InMemoryStore;

@@ -98,6 +98,25 @@ impl<S: MemoryStore> TenantStore<S> {
                 path: strip(path),
                 source,
             },
+            StoreError::Unreachable {
+                path,
+                cause,
+                source,
+            } => StoreError::Unreachable {
+                path: strip(path),
+                cause,
+                source,
+            },
+            StoreError::OutcomeUnknown {
+                path,
+                cause,
+                source,
+            } => StoreError::OutcomeUnknown {
+                path: strip(path),
+                cause,
+                source,
+            },
+            StoreError::Integrity { path } => StoreError::Integrity { path: strip(path) },
         }
     }
 }

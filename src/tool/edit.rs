@@ -21,10 +21,8 @@ impl<S: MemoryStore> MemoryTool<S> {
                 return Err(render::no_match(old_str, raw));
             };
             if found.next().is_some() {
-                return Err(render::multiple_matches(
-                    old_str,
-                    &match_lines(text, old_str),
-                ));
+                let (shown, total) = match_lines(text, old_str);
+                return Err(render::multiple_matches(old_str, &shown, total));
             }
             let mut edited = String::with_capacity(text.len() - old_str.len() + new_str.len());
             edited.push_str(&text[..start]);
@@ -145,17 +143,24 @@ impl<S: MemoryStore> MemoryTool<S> {
     }
 }
 
-/// The ascending, de-duplicated lines where non-overlapping matches start,
-/// counted in one pass.
-fn match_lines(text: &str, needle: &str) -> Vec<usize> {
-    let mut lines = Vec::new();
-    let (mut line, mut counted_to) = (1, 0);
+/// The first [`render::MATCH_LINES_SHOWN`] of the ascending, de-duplicated
+/// lines where non-overlapping matches start, and how many such lines there
+/// are in all, counted in one pass. The list stays small however many lines
+/// match (SPEC §3), so a 1 MiB file of matches answers in a few hundred
+/// bytes.
+fn match_lines(text: &str, needle: &str) -> (Vec<usize>, usize) {
+    let mut shown = Vec::new();
+    let (mut line, mut counted_to, mut last, mut total) = (1, 0, 0, 0);
     for (i, _) in text.match_indices(needle) {
         line += lines::line_at(&text[counted_to..i], i - counted_to) - 1;
         counted_to = i;
-        if lines.last() != Some(&line) {
-            lines.push(line);
+        if last != line {
+            last = line;
+            total += 1;
+            if shown.len() < render::MATCH_LINES_SHOWN {
+                shown.push(line);
+            }
         }
     }
-    lines
+    (shown, total)
 }
