@@ -16,10 +16,12 @@ if ! command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || ! [ -x /usr/lib/wine/w
 fi
 
 echo "== cargo clippy --target x86_64-pc-windows-gnu (library, examples, CLI, tests)"
-cargo clippy --target x86_64-pc-windows-gnu --all-targets --features cli,tokio,tracing -- -D warnings
+cargo clippy --target x86_64-pc-windows-gnu -p claude-memory --all-targets --features cli,tokio,tracing -- -D warnings
+cargo clippy --target x86_64-pc-windows-gnu -p claude-memory-suite --all-targets \
+  --no-default-features --features cli,tokio,tracing,conformance -- -D warnings
 echo "== cargo clippy --target x86_64-apple-darwin (library, examples, CLI)"
 LIBSQLITE3_SYS_USE_PKG_CONFIG=1 SQLITE3_LIB_DIR=/nonexistent \
-  cargo clippy --target x86_64-apple-darwin --lib --bins --examples --features cli,tokio -- -D warnings
+  cargo clippy --target x86_64-apple-darwin -p claude-memory --lib --bins --examples --features cli,tokio -- -D warnings
 
 if [ "${CLAUDE_MEMORY_SKIP_WINE:-0}" = 1 ]; then
   echo "== Wine run skipped (CLAUDE_MEMORY_SKIP_WINE=1)"
@@ -27,7 +29,8 @@ if [ "${CLAUDE_MEMORY_SKIP_WINE:-0}" = 1 ]; then
 fi
 echo "== Windows tests under Wine (library, conformance, tests/windows.rs)"
 export WINEDEBUG=-all WINEPREFIX="${WINEPREFIX:-$PWD/target/wineprefix}"
-built=$(cargo test --target x86_64-pc-windows-gnu --no-run --lib --test conformance --test windows \
+built=$(cargo test --target x86_64-pc-windows-gnu -p claude-memory-suite --no-default-features \
+  --features conformance --no-run --lib --test conformance --test windows \
   --message-format=json 2>/dev/null | sed -n 's/.*"executable":"\([^"]*\.exe\)".*/\1/p')
 if [ -z "$built" ]; then
   echo "no Windows test executables were built" >&2

@@ -141,3 +141,10 @@ pub use store::{PostgresBuilder, PostgresError, PostgresStore};
 pub use store::{SqliteError, SqliteStore};
 pub use tenant::TenantId;
 pub use tool::MemoryTool;
+
+/// The README's Rust blocks, compiled (and, unless marked `no_run`, run) as
+/// doc tests by the test suite, with every feature on: a snippet that stops
+/// compiling fails `cargo test`.
+#[cfg(all(doctest, claude_memory_suite))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

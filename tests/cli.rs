@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use proptest::prelude::*;
 
-const BIN: &str = env!("CARGO_BIN_EXE_claude-memory");
+const BIN: &str = env!("CARGO_BIN_EXE_claude-memory-cli");
 
 /// A command with no store in its environment, run in `cwd`.
 fn command(cwd: &Path, args: &[&str]) -> Command {
@@ -724,7 +724,7 @@ fn a_mistyped_store_url_is_a_usage_error_and_creates_nothing() {
         "postgres:/127.0.0.1:1/x",
         "sqlit:m.db",
     ] {
-        let o = Command::new(env!("CARGO_BIN_EXE_claude-memory"))
+        let o = Command::new(env!("CARGO_BIN_EXE_claude-memory-cli"))
             .current_dir(dir.path())
             .args(["--store", store, "import", backup])
             .output()

@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_claude-memory");
+const BIN: &str = env!("CARGO_BIN_EXE_claude-memory-cli");
 
 fn run(store: &str, args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = Command::new(BIN)

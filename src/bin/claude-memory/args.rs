@@ -19,6 +19,9 @@ Exit status: 0 success, 1 the operation failed, 2 usage error.";
 #[derive(Debug, Parser)]
 #[command(
     name = "claude-memory",
+    // Usage lines name the tool as installed, whatever the file is called
+    // (the test suite builds it as claude-memory-cli).
+    bin_name = "claude-memory",
     version,
     about = "claude-memory: operate a Claude memory store",
     after_help = AFTER_HELP,

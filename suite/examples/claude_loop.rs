@@ -33,6 +33,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     let tool = MemoryTool::new(FilesystemStore::open(&dir)?);
+    // One TLS crypto provider for the process: rustls with ring, the one the
+    // crate's PostgreSQL store uses (reqwest is built here without a
+    // provider of its own; with its default features it brings aws-lc-rs).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::blocking::Client::new();
     let mut messages = vec![json!({"role": "user", "content": prompt})];
     loop {

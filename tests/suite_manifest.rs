@@ -1,0 +1,88 @@
+//! The test suite's manifest (`suite/Cargo.toml`) stays in step with the
+//! crate's: every file in `tests/` is one of its tests, and it declares the
+//! crate's dependencies and features exactly (a feature or dependency added
+//! to one and not the other would make the suite build a different crate
+//! from the one users get).
+
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("suite/ has a parent")
+        .to_path_buf()
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The text of the manifest's `[name]` section, up to the next section.
+fn section<'a>(manifest: &'a str, name: &str) -> &'a str {
+    let header = format!("\n[{name}]\n");
+    let start = manifest
+        .find(&header)
+        .unwrap_or_else(|| panic!("no [{name}] section"))
+        + header.len();
+    let rest = &manifest[start..];
+    let end = rest.find("\n[").map_or(rest.len(), |i| i + 1);
+    &rest[..end]
+}
+
+#[test]
+fn every_file_in_tests_is_a_suite_test() {
+    let manifest = read(&repo().join("suite/Cargo.toml"));
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(repo().join("tests")).expect("tests/") {
+        let name = entry.expect("entry").file_name();
+        let name = name.to_string_lossy();
+        if let Some(stem) = name.strip_suffix(".rs") {
+            let declared = format!("[[test]]\nname = \"{stem}\"\npath = \"../tests/{name}\"\n");
+            if !manifest.contains(&declared) {
+                missing.push(name.to_string());
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "tests/ files not declared as [[test]] in suite/Cargo.toml (they would never run): {missing:?}"
+    );
+}
+
+#[test]
+fn dependencies_and_features_mirror_the_crate() {
+    let crate_manifest = read(&repo().join("Cargo.toml"));
+    let suite = read(&repo().join("suite/Cargo.toml"));
+    for name in [
+        "dependencies",
+        "target.'cfg(unix)'.dependencies",
+        "target.'cfg(windows)'.dependencies",
+    ] {
+        assert_eq!(
+            section(&suite, name).trim(),
+            section(&crate_manifest, name).trim(),
+            "[{name}] differs between Cargo.toml and suite/Cargo.toml"
+        );
+    }
+    let suite_features: String = section(&suite, "features")
+        .lines()
+        .skip_while(|l| !l.starts_with("default = "))
+        .skip(1)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_eq!(
+        suite_features.trim(),
+        section(&crate_manifest, "features").trim(),
+        "[features] differ between Cargo.toml and suite/Cargo.toml (beyond `default`)"
+    );
+    let version = |m: &str| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("version = "))
+            .map(str::to_owned)
+    };
+    assert_eq!(
+        version(section(&suite, "package")),
+        version(section(&crate_manifest, "package")),
+        "the suite's version is the crate's (the CLI tests compare --version)"
+    );
+}
