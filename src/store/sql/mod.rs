@@ -18,6 +18,7 @@
 mod ops;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod run;
 mod schema;
 #[cfg(feature = "sqlite")]
 mod sqlite;

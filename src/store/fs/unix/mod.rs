@@ -20,23 +20,28 @@
 //!   written by a program that ignores the lock.
 //!
 //! The store is split along those lines: this module holds the store's
-//! logic (the type, its builder, the write lock and the [`MemoryStore`]
-//! implementation); `resolve` turns a memory path into a directory handle
+//! logic (the type, the write lock and the [`MemoryStore`]
+//! implementation); `builder` its options and opening; `write` the
+//! temporary-file-and-rename write path; `resolve` turns a memory path into a directory handle
 //! beneath the root (creating parents for writes); `sys` wraps the raw
 //! `*at` calls and maps their `errno` values to [`StoreError`];
 //! `version` derives the compare-and-swap version from content; `cleanup`
 //! names temporary files and sweeps up those a crash left.
 
+mod builder;
 mod cleanup;
 mod resolve;
 mod sys;
 mod tree;
+mod write;
+
+pub use self::builder::FilesystemStoreBuilder;
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use rustix::fs::{self as rfs, FileType};
 use rustix::io::Errno;
@@ -48,7 +53,7 @@ use super::version::content_version;
 use crate::path::MemoryPath;
 use crate::store::{
     Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Op, Quota,
-    StoreError, StoreResult, Updated, Version, WriteMode, bytes_below, check_quota,
+    StoreError, StoreResult, Updated, Version, WriteMode,
 };
 
 const LOCK_FILE: &str = ".claude-memory.lock";
@@ -81,106 +86,6 @@ pub struct FilesystemStore {
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     use_openat2: AtomicBool,
 }
-
-/// Options for [`FilesystemStore`]; see [`FilesystemStore::builder`].
-#[derive(Debug, Clone)]
-pub struct FilesystemStoreBuilder {
-    root: PathBuf,
-    durable: bool,
-    openat2: bool,
-    create: bool,
-    read_only: bool,
-}
-
-impl FilesystemStoreBuilder {
-    /// Whether to fsync files and directories on every write (default
-    /// `true`). Turning it off trades crash durability for speed; writes
-    /// stay atomic.
-    pub fn durable(mut self, durable: bool) -> Self {
-        self.durable = durable;
-        self
-    }
-
-    /// Whether to resolve paths with Linux's `openat2` (default: on Linux).
-    /// Off, the store walks one `openat(O_NOFOLLOW)` per directory, as it
-    /// does on kernels without `openat2`; tests use this to check that path.
-    #[doc(hidden)]
-    pub fn use_openat2(mut self, on: bool) -> Self {
-        self.openat2 = on;
-        self
-    }
-
-    /// Whether to create the root directory if it is missing (default
-    /// `true`). Off, a missing root is an error of kind
-    /// [`io::ErrorKind::NotFound`], so a mistyped path is not taken for a
-    /// new, empty store.
-    pub fn create(mut self, create: bool) -> Self {
-        self.create = create;
-        self
-    }
-
-    /// Opens an existing store for reading only (default `false`): the
-    /// root must exist, and nothing is created or written on open, not
-    /// even the lock file, nor is a crashed writer's temporary file
-    /// removed. Every write, delete or rename then fails with an I/O error
-    /// of kind [`io::ErrorKind::ReadOnlyFilesystem`]. Works on a store
-    /// the process may not write to.
-    pub fn read_only(mut self, read_only: bool) -> Self {
-        self.read_only = read_only;
-        self
-    }
-
-    /// Creates the root (mode 0700) if missing (unless
-    /// [`create(false)`](Self::create) or [`read_only`](Self::read_only)),
-    /// opens it, and, unless read-only, removes temporary files left by a
-    /// crashed writer.
-    pub fn open(self) -> io::Result<FilesystemStore> {
-        // A regular file where the root should be: say so, rather than the
-        // "File exists" that creating the directory would report.
-        if std::fs::metadata(&self.root).is_ok_and(|m| !m.is_dir()) {
-            return Err(io::Error::new(
-                io::ErrorKind::NotADirectory,
-                format!("{} is not a directory", self.root.display()),
-            ));
-        }
-        if self.create && !self.read_only {
-            let mut builder = std::fs::DirBuilder::new();
-            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-            builder.recursive(true).create(&self.root)?;
-        }
-        let root = sys::open_root(&self.root)?;
-        let lock = if self.read_only {
-            None
-        } else {
-            let lock = sys::open_lock_file(root.as_fd(), LOCK_FILE)?;
-            if !sys::file_type(lock.as_fd())?.is_file() {
-                return Err(io::Error::other(
-                    "the store's lock file is not a regular file",
-                ));
-            }
-            Some(File::from(lock))
-        };
-        let lock = StoreLock::new(lock);
-        let read_only = lock.is_read_only();
-        let store = FilesystemStore {
-            root_path: self.root,
-            root,
-            durable: self.durable,
-            lock,
-            temp_counter: AtomicU64::new(0),
-            use_openat2: AtomicBool::new(self.openat2 && cfg!(target_os = "linux")),
-        };
-        if !read_only {
-            let lock = store
-                .lock(&MemoryPath::root())
-                .map_err(|_| io::Error::other("cannot lock the store"))?;
-            cleanup::remove_temp_files(store.root.as_fd())?;
-            drop(lock);
-        }
-        Ok(store)
-    }
-}
-
 /// Holds both the in-process mutex and the cross-process file lock.
 impl FilesystemStore {
     /// Opens (creating if needed) a durable store at `root`.
@@ -254,155 +159,6 @@ impl FilesystemStore {
         }
         let version = content_version(&data);
         Ok((dir, FileContent { data, version }))
-    }
-
-    /// Writes `data` to a new temporary file in `dir` and moves it to
-    /// `name`: without replacing anything when `no_replace`. The temporary
-    /// file never outlives the call.
-    fn install(
-        &self,
-        path: &MemoryPath,
-        dir: &DirFd<'_>,
-        name: &str,
-        data: &[u8],
-        no_replace: bool,
-    ) -> StoreResult<()> {
-        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
-        let temp = cleanup::temp_name(n);
-        let fd = sys::create_new(dir, &temp).map_err(|e| io_error(Op::Write, path, e))?;
-        let result = (|| -> StoreResult<()> {
-            let mut file = File::from(fd);
-            file.write_all(data)
-                .map_err(|e| StoreError::io(Op::Write, path, e))?;
-            if self.durable {
-                file.sync_all()
-                    .map_err(|e| StoreError::io(Op::Sync, path, e))?;
-            }
-            drop(file);
-            if no_replace {
-                sys::rename_no_replace(dir.as_fd(), &temp, dir.as_fd(), name, path)?;
-            } else {
-                sys::rename_replace(dir, &temp, name).map_err(|e| io_error(Op::Write, path, e))?;
-            }
-            Ok(())
-        })();
-        if result.is_err() {
-            // Best effort: the write's own error is the one to report.
-            let _ = sys::unlink(dir, temp.as_str());
-            return result;
-        }
-        self.sync(path, dir)
-    }
-
-    /// `write`, and with a quota `write_within`, under the write lock.
-    fn write_checked(
-        &self,
-        path: &MemoryPath,
-        data: &[u8],
-        mode: WriteMode,
-        quota: Option<Quota<'_>>,
-    ) -> StoreResult<Version> {
-        let _lock = self.lock(path)?;
-        let Some(name) = path.name() else {
-            return Err(StoreError::write_to_root(path, mode));
-        };
-        // Every check before anything is created, so a refused write leaves
-        // no stray directories.
-        let (existing, parent_file) = match self.parent(path)? {
-            Parent::File(depth) => (Entry::Absent, Some(depth)),
-            Parent::Missing => (Entry::Absent, None),
-            Parent::Dir(dir) => (
-                entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Stat, path, e))?,
-                None,
-            ),
-        };
-        // A FIFO, socket or device is no memory entry: it is treated as
-        // missing, and the write replaces it.
-        let special = matches!(existing, Entry::Other);
-        let existing = if special { Entry::Absent } else { existing };
-        if let Some(quota) = quota {
-            let replaced = match (&existing, mode) {
-                (Entry::Symlink, _) => return Err(StoreError::Symlink { path: path.clone() }),
-                (Entry::Absent, _) => 0,
-                (_, WriteMode::Create) => {
-                    return Err(StoreError::AlreadyExists { path: path.clone() });
-                }
-                (Entry::File(stat), _) => stat.st_size as u64,
-                _ => 0,
-            };
-            let after = bytes_below(self, quota.scope)?
-                .saturating_sub(replaced)
-                .saturating_add(data.len() as u64);
-            check_quota(path, after, quota)?;
-        }
-        if let Some(depth) = parent_file {
-            return Err(StoreError::parent_not_directory(path, depth));
-        }
-        match (existing, mode) {
-            (Entry::Symlink, _) => return Err(StoreError::Symlink { path: path.clone() }),
-            (Entry::Absent, WriteMode::Update(_)) => {
-                return Err(StoreError::NotFound { path: path.clone() });
-            }
-            (Entry::Absent, _) => {}
-            (_, WriteMode::Create) => return Err(StoreError::AlreadyExists { path: path.clone() }),
-            (Entry::Dir | Entry::Other, _) => {
-                return Err(StoreError::IsADirectory { path: path.clone() });
-            }
-            (Entry::File(_), WriteMode::Overwrite) => {}
-            (Entry::File(_), WriteMode::Update(expected)) => {
-                let current = match self.read(path, u64::MAX) {
-                    Ok(current) => current,
-                    Err(StoreError::NotFound { .. }) => {
-                        return Err(StoreError::NotFound { path: path.clone() });
-                    }
-                    Err(e) => return Err(e),
-                };
-                if current.version != expected {
-                    return Err(StoreError::Conflict { path: path.clone() });
-                }
-            }
-        }
-        let (dir, made) = self.make_parent(path)?;
-        let no_replace = mode == WriteMode::Create && !special;
-        if let Err(e) = self.install(path, &dir, name, data, no_replace) {
-            remove_made(&made);
-            return Err(e);
-        }
-        Ok(content_version(data))
-    }
-
-    /// `update`, and with a quota `update_within`, under the write lock.
-    fn update_checked(
-        &self,
-        path: &MemoryPath,
-        limit: u64,
-        quota: Option<Quota<'_>>,
-        change: &mut Change<'_>,
-    ) -> StoreResult<Updated> {
-        let _lock = self.lock(path)?;
-        let (dir, current) = self.read_in_dir(path, limit)?;
-        let Ok(new) = change(&current.data) else {
-            return Ok(Updated::Aborted);
-        };
-        if let Some(quota) = quota {
-            let after = bytes_below(self, quota.scope)?
-                .saturating_sub(current.data.len() as u64)
-                .saturating_add(new.len() as u64);
-            check_quota(path, after, quota)?;
-        }
-        let name = path.name().unwrap_or_default();
-        // The file cannot have changed under the lock, except by a writer
-        // that ignores it: then `current` is still what this edit is based
-        // on, and the rename replaces the entry atomically.
-        self.install(path, &dir, name, &new, false)?;
-        Ok(Updated::Written(new))
-    }
-
-    fn sync(&self, path: &MemoryPath, dir: &impl AsFd) -> StoreResult<()> {
-        if self.durable {
-            sys::sync_dir(path, dir)?;
-        }
-        Ok(())
     }
 }
 

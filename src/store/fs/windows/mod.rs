@@ -20,15 +20,21 @@
 //! - **Names.** Names Windows cannot store (`CON`, `a.`, `a:b`, …) are
 //!   refused with [`StoreError::UnsupportedName`].
 
+mod builder;
 mod host;
 mod names;
+mod walk;
+mod write;
+
+pub use self::builder::FilesystemStoreBuilder;
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use self::host::{Dir, Entry, Pinned, io_error};
+use self::walk::{deepest_below, walk};
 use super::lock::{StoreLock, WriteLock};
 use super::version::content_version;
 use crate::path::MemoryPath;
@@ -70,80 +76,6 @@ pub struct FilesystemStore {
     temp_counter: AtomicU64,
 }
 
-/// Options for [`FilesystemStore`]; see [`FilesystemStore::builder`].
-#[derive(Debug, Clone)]
-pub struct FilesystemStoreBuilder {
-    root: PathBuf,
-    durable: bool,
-    create: bool,
-    read_only: bool,
-}
-
-impl FilesystemStoreBuilder {
-    /// Whether to flush files to stable storage on every write (default
-    /// `true`; `FlushFileBuffers`). Turning it off trades crash durability
-    /// for speed; writes stay atomic.
-    pub fn durable(mut self, durable: bool) -> Self {
-        self.durable = durable;
-        self
-    }
-
-    /// Linux only; accepted and ignored elsewhere.
-    #[doc(hidden)]
-    pub fn use_openat2(self, _on: bool) -> Self {
-        self
-    }
-
-    /// Whether to create the root directory if it is missing (default
-    /// `true`). Off, a missing root is an error of kind
-    /// [`io::ErrorKind::NotFound`].
-    pub fn create(mut self, create: bool) -> Self {
-        self.create = create;
-        self
-    }
-
-    /// Opens an existing store for reading only (default `false`): nothing
-    /// is created or written on open, and every write, delete or rename
-    /// fails with an I/O error of kind [`io::ErrorKind::ReadOnlyFilesystem`].
-    pub fn read_only(mut self, read_only: bool) -> Self {
-        self.read_only = read_only;
-        self
-    }
-
-    /// Creates the root if missing (unless [`create(false)`](Self::create)
-    /// or [`read_only`](Self::read_only)), opens it, and, unless read-only,
-    /// removes temporary files left by a crashed writer.
-    pub fn open(self) -> io::Result<FilesystemStore> {
-        if self.create && !self.read_only {
-            std::fs::create_dir_all(&self.root)?;
-        }
-        let (root_pin, root) = host::open_root(&self.root)?;
-        let lock = if self.read_only {
-            None
-        } else {
-            Some(host::open_lock_file(&root, LOCK_FILE)?)
-        };
-        let lock = StoreLock::new(lock);
-        let read_only = lock.is_read_only();
-        let store = FilesystemStore {
-            root_path: self.root,
-            host_root: root,
-            _root_pin: root_pin,
-            durable: self.durable,
-            lock,
-            temp_counter: AtomicU64::new(0),
-        };
-        if !read_only {
-            let lock = store
-                .lock(&MemoryPath::root())
-                .map_err(|_| io::Error::other("cannot lock the store"))?;
-            store.remove_temp_files()?;
-            drop(lock);
-        }
-        Ok(store)
-    }
-}
-
 /// Holds both the in-process mutex and the cross-process file lock.
 /// Where the parent directory of a path is.
 enum Parent {
@@ -152,21 +84,6 @@ enum Parent {
     Missing,
     /// The ancestor with this many components is a file.
     File(usize),
-}
-
-/// Directories a write created on its way (host paths, outermost first),
-/// so a failed write can remove them again.
-#[derive(Default)]
-struct Made(Vec<PathBuf>);
-
-impl Made {
-    /// Best effort, innermost first; `RemoveDirectoryW` leaves a directory
-    /// someone has put something in meanwhile.
-    fn remove(&self) {
-        for path in self.0.iter().rev() {
-            let _ = host::remove_dir(path);
-        }
-    }
 }
 
 impl FilesystemStore {
@@ -233,46 +150,6 @@ impl FilesystemStore {
             }
         }
         Ok(Parent::Dir(dir))
-    }
-
-    /// The parent directory, created (and pinned) if missing.
-    fn make_parent(&self, path: &MemoryPath) -> StoreResult<(Dir, Made)> {
-        let parents = match path.components().split_last() {
-            Some((_, parents)) => parents,
-            None => &[],
-        };
-        let mut made = Made::default();
-        let mut dir = Dir::root(&self.host_root);
-        for (i, name) in parents.iter().enumerate() {
-            let fail = |made: &Made, e: StoreError| {
-                made.remove();
-                Err(e)
-            };
-            let mut pinned = host::pin_dir(&dir, name);
-            if let Ok(Pinned::Missing) = pinned {
-                match std::fs::create_dir(dir.join(name)) {
-                    Ok(()) => made.0.push(dir.join(name)),
-                    // Someone else made it meanwhile: use theirs.
-                    Err(e) if host::is_exists(&e) => {}
-                    Err(e) => return fail(&made, io_error(Op::CreateDirectory, path, e)),
-                }
-                pinned = host::pin_dir(&dir, name);
-            }
-            match pinned {
-                Ok(Pinned::Dir(pin)) => dir.push(name, pin),
-                Ok(Pinned::Missing) => {
-                    return fail(&made, StoreError::NotFound { path: path.clone() });
-                }
-                Ok(Pinned::NotDir) => {
-                    return fail(&made, StoreError::parent_not_directory(path, i + 1));
-                }
-                Ok(Pinned::Reparse) => {
-                    return fail(&made, StoreError::Symlink { path: path.clone() });
-                }
-                Err(e) => return fail(&made, io_error(Op::OpenDirectory, path, e)),
-            }
-        }
-        Ok((dir, made))
     }
 
     fn entry(&self, dir: &Dir, name: &str, op: Op, path: &MemoryPath) -> StoreResult<Entry> {
@@ -344,51 +221,6 @@ impl FilesystemStore {
         Ok((dir, FileContent { data, version }))
     }
 
-    /// Writes `data` to a new temporary file in `dir` and moves it to
-    /// `name`: without replacing anything when `no_replace`. The temporary
-    /// file never outlives the call (unless removing it fails; the next
-    /// open then removes it).
-    fn install(
-        &self,
-        path: &MemoryPath,
-        dir: &Dir,
-        name: &str,
-        data: &[u8],
-        no_replace: bool,
-    ) -> StoreResult<()> {
-        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
-        let temp = format!("{TEMP_PREFIX}{}.{n}", std::process::id());
-        let temp_path = dir.join(&temp);
-        let mut file = host::create_new(dir, &temp).map_err(|e| io_error(Op::Write, path, e))?;
-        let result = (|| -> StoreResult<()> {
-            file.write_all(data)
-                .map_err(|e| StoreError::io(Op::Write, path, e))?;
-            if self.durable {
-                file.sync_all()
-                    .map_err(|e| StoreError::io(Op::Sync, path, e))?;
-            }
-            drop(file);
-            let target = dir.join(name);
-            if no_replace {
-                match host::hard_link(&temp_path, &target) {
-                    Ok(()) => {}
-                    Err(e) if host::is_exists(&e) => {
-                        return Err(StoreError::AlreadyExists { path: path.clone() });
-                    }
-                    Err(e) => return Err(io_error(Op::Write, path, e)),
-                }
-            } else {
-                host::rename(&temp_path, &target).map_err(|e| io_error(Op::Write, path, e))?;
-            }
-            Ok(())
-        })();
-        // After a link, or a failure, the temporary name is still there.
-        if no_replace || result.is_err() {
-            let _ = host::remove_file(&temp_path);
-        }
-        result
-    }
-
     /// Removes temporary files a crashed writer left, anywhere below the
     /// root, pinning each directory (and those above it) while it is
     /// cleaned, so a junction swapped in is never entered.
@@ -407,66 +239,6 @@ impl FilesystemStore {
             Ok(())
         })
     }
-}
-
-/// Visits every entry below the (pinned) directory `top`, depth first,
-/// without recursion: each directory is pinned while its entries are
-/// visited, and so are all those above it (their frames are on the stack).
-/// Reparse points are visited as entries, never entered. Holds one handle
-/// per level of depth (at most about 500: a memory path is at most 1,024
-/// bytes).
-fn walk(
-    top: &Path,
-    visit: &mut dyn FnMut(&Path, &std::ffi::OsStr, &std::fs::Metadata) -> io::Result<()>,
-) -> io::Result<()> {
-    struct Frame {
-        dir: Dir,
-        subdirs: Vec<std::ffi::OsString>,
-    }
-    let mut scan = |dir: &Path| -> io::Result<Vec<std::ffi::OsString>> {
-        let mut subdirs = Vec::new();
-        host::for_each_entry(dir, |name, meta| {
-            if meta.is_dir() && !host::is_reparse(meta) {
-                subdirs.push(name.to_owned());
-            }
-            visit(dir, name, meta)
-        })?;
-        Ok(subdirs)
-    };
-    let subdirs = scan(top)?;
-    let mut stack = vec![Frame {
-        dir: Dir::root(top),
-        subdirs,
-    }];
-    while let Some(frame) = stack.last_mut() {
-        let Some(name) = frame.subdirs.pop() else {
-            stack.pop();
-            continue;
-        };
-        let Pinned::Dir(pin) = host::pin_dir(&frame.dir, &name)? else {
-            continue; // gone, or swapped for a file or a link meanwhile
-        };
-        let mut dir = Dir::root(&frame.dir.path);
-        dir.push(&name, pin);
-        let subdirs = scan(&dir.path)?;
-        stack.push(Frame { dir, subdirs });
-    }
-    Ok(())
-}
-
-/// The longest path below the directory at `top` (pinned by the caller),
-/// in bytes (`/a/b` for `top/a/b`).
-fn deepest_below(top: &Path) -> io::Result<usize> {
-    let base = top.as_os_str().len();
-    let mut deepest = 0;
-    walk(top, &mut |dir, name, _| {
-        // Host path lengths count UTF-16 as WTF-8: equal to the UTF-8 of
-        // names a memory path can hold.
-        let len = dir.as_os_str().len() - base + 1 + name.len();
-        deepest = deepest.max(len);
-        Ok(())
-    })?;
-    Ok(deepest)
 }
 
 impl MemoryStore for FilesystemStore {

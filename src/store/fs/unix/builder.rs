@@ -1,0 +1,111 @@
+//! [`FilesystemStoreBuilder`]: the options of a Unix filesystem store, and
+//! opening one.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+
+use super::super::lock::StoreLock;
+use super::{FilesystemStore, LOCK_FILE, cleanup, sys};
+use crate::path::MemoryPath;
+
+/// Options for [`FilesystemStore`]; see [`FilesystemStore::builder`].
+#[derive(Debug, Clone)]
+pub struct FilesystemStoreBuilder {
+    pub(super) root: PathBuf,
+    pub(super) durable: bool,
+    pub(super) openat2: bool,
+    pub(super) create: bool,
+    pub(super) read_only: bool,
+}
+
+impl FilesystemStoreBuilder {
+    /// Whether to fsync files and directories on every write (default
+    /// `true`). Turning it off trades crash durability for speed; writes
+    /// stay atomic.
+    pub fn durable(mut self, durable: bool) -> Self {
+        self.durable = durable;
+        self
+    }
+
+    /// Whether to resolve paths with Linux's `openat2` (default: on Linux).
+    /// Off, the store walks one `openat(O_NOFOLLOW)` per directory, as it
+    /// does on kernels without `openat2`; tests use this to check that path.
+    #[doc(hidden)]
+    pub fn use_openat2(mut self, on: bool) -> Self {
+        self.openat2 = on;
+        self
+    }
+
+    /// Whether to create the root directory if it is missing (default
+    /// `true`). Off, a missing root is an error of kind
+    /// [`io::ErrorKind::NotFound`], so a mistyped path is not taken for a
+    /// new, empty store.
+    pub fn create(mut self, create: bool) -> Self {
+        self.create = create;
+        self
+    }
+
+    /// Opens an existing store for reading only (default `false`): the
+    /// root must exist, and nothing is created or written on open, not
+    /// even the lock file, nor is a crashed writer's temporary file
+    /// removed. Every write, delete or rename then fails with an I/O error
+    /// of kind [`io::ErrorKind::ReadOnlyFilesystem`]. Works on a store
+    /// the process may not write to.
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+
+    /// Creates the root (mode 0700) if missing (unless
+    /// [`create(false)`](Self::create) or [`read_only`](Self::read_only)),
+    /// opens it, and, unless read-only, removes temporary files left by a
+    /// crashed writer.
+    pub fn open(self) -> io::Result<FilesystemStore> {
+        // A regular file where the root should be: say so, rather than the
+        // "File exists" that creating the directory would report.
+        if std::fs::metadata(&self.root).is_ok_and(|m| !m.is_dir()) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", self.root.display()),
+            ));
+        }
+        if self.create && !self.read_only {
+            let mut builder = std::fs::DirBuilder::new();
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder.recursive(true).create(&self.root)?;
+        }
+        let root = sys::open_root(&self.root)?;
+        let lock = if self.read_only {
+            None
+        } else {
+            let lock = sys::open_lock_file(root.as_fd(), LOCK_FILE)?;
+            if !sys::file_type(lock.as_fd())?.is_file() {
+                return Err(io::Error::other(
+                    "the store's lock file is not a regular file",
+                ));
+            }
+            Some(File::from(lock))
+        };
+        let lock = StoreLock::new(lock);
+        let read_only = lock.is_read_only();
+        let store = FilesystemStore {
+            root_path: self.root,
+            root,
+            durable: self.durable,
+            lock,
+            temp_counter: AtomicU64::new(0),
+            use_openat2: AtomicBool::new(self.openat2 && cfg!(target_os = "linux")),
+        };
+        if !read_only {
+            let lock = store
+                .lock(&MemoryPath::root())
+                .map_err(|_| io::Error::other("cannot lock the store"))?;
+            cleanup::remove_temp_files(store.root.as_fd())?;
+            drop(lock);
+        }
+        Ok(store)
+    }
+}

@@ -1,0 +1,354 @@
+//! One pooled PostgreSQL connection as a [`Dialect`], a transaction on
+//! it, and the pool as a [`Backend`].
+
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::{Pin, pin};
+use std::sync::Arc;
+use std::task::Poll;
+
+use deadpool_postgres::Object;
+use tokio_postgres::types::ToSql;
+
+use super::super::{Backend, Columns, Commit, Dialect, Fail, Param};
+use super::PostgresError;
+use super::pool::{ACTIVE, Db, Lent, wait};
+
+/// One pooled connection, as a [`Dialect`]: each statement is prepared
+/// once per connection and cached, so it costs one round trip.
+pub(crate) struct Pg<'c> {
+    db: &'c Db,
+    conn: &'c Object,
+    /// A transaction's `BEGIN` and lock, not sent yet: they go out with
+    /// the first statement, in the same round trip.
+    begin: Option<Begin<'c>>,
+    /// The connection died or stopped answering: close it.
+    lost: bool,
+    /// It was found dead at `BEGIN`: nothing of the transaction ran.
+    lost_at_begin: bool,
+}
+
+type Begin<'c> = Pin<Box<dyn Future<Output = Result<(), tokio_postgres::Error>> + 'c>>;
+
+impl<'c> Pg<'c> {
+    pub(super) fn new(db: &'c Db, conn: &'c Object) -> Self {
+        Pg {
+            db,
+            conn,
+            begin: None,
+            lost: false,
+            lost_at_begin: false,
+        }
+    }
+
+    /// A statement's error, noting whether it lost the connection.
+    fn fail(&mut self, e: tokio_postgres::Error) -> PostgresError {
+        let e = self.db.error(e);
+        if matches!(e, PostgresError::ConnectionLost(_)) || self.conn.is_closed() {
+            self.lost = true;
+        }
+        e
+    }
+
+    /// Waits for `fut`, a statement on this connection, sent after the
+    /// pending `BEGIN` if there is one (both in one round trip: requests
+    /// are sent in the order first polled, answered in order).
+    fn answer<T>(
+        &mut self,
+        fut: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, PostgresError> {
+        let limit = self.db.settings.answer_deadline();
+        let mut begin = self.begin.take();
+        let mut fut = pin!(fut);
+        let (mut began, mut answered) = (None, None);
+        let both = std::future::poll_fn(|cx| {
+            if let Some(b) = begin.as_mut()
+                && began.is_none()
+                && let Poll::Ready(r) = b.as_mut().poll(cx)
+            {
+                began = Some(r);
+            }
+            if answered.is_none()
+                && let Poll::Ready(r) = fut.as_mut().poll(cx)
+            {
+                answered = Some(r);
+            }
+            let waiting_begin = begin.is_some() && began.is_none();
+            if matches!(began, Some(Err(_))) || (!waiting_begin && answered.is_some()) {
+                Poll::Ready((began.take(), answered.take()))
+            } else {
+                Poll::Pending
+            }
+        });
+        match wait(both, limit) {
+            Some((Some(Err(e)), _)) => {
+                let e = self.fail(e);
+                self.lost_at_begin = self.lost;
+                Err(e)
+            }
+            Some((_, Some(Ok(v)))) => Ok(v),
+            Some((_, Some(Err(e)))) => Err(self.fail(e)),
+            Some((_, None)) | None => {
+                self.lost = true;
+                Err(PostgresError::NoAnswer(limit))
+            }
+        }
+    }
+
+    /// Runs `sql` (one or more statements, no parameters) as a simple
+    /// query: one round trip.
+    pub(super) fn simple(&mut self, sql: &str) -> Result<(), PostgresError> {
+        let conn = self.conn;
+        self.answer(conn.batch_execute(sql))
+    }
+}
+
+struct PgRow(tokio_postgres::Row);
+
+impl Columns for PgRow {
+    type Error = PostgresError;
+    fn flag(&self, i: usize) -> Result<bool, PostgresError> {
+        self.0
+            .try_get(i)
+            .map_err(|e| PostgresError::Database(Box::new(e)))
+    }
+    fn int(&self, i: usize) -> Result<i64, PostgresError> {
+        self.0
+            .try_get(i)
+            .map_err(|e| PostgresError::Database(Box::new(e)))
+    }
+    fn text(&self, i: usize) -> Result<String, PostgresError> {
+        self.0
+            .try_get(i)
+            .map_err(|e| PostgresError::Database(Box::new(e)))
+    }
+    fn bytes(&self, i: usize) -> Result<Option<Vec<u8>>, PostgresError> {
+        self.0
+            .try_get(i)
+            .map_err(|e| PostgresError::Database(Box::new(e)))
+    }
+}
+
+/// The driver's view of `params`.
+fn params<'p>(params: &'p [Param<'_>]) -> Vec<&'p (dyn ToSql + Sync)> {
+    params
+        .iter()
+        .map(|p| -> &(dyn ToSql + Sync) {
+            match p {
+                Param::Text(s) => s,
+                Param::Int(n) => n,
+                Param::Bytes(b) => b,
+                Param::NullBytes => &None::<&[u8]>,
+            }
+        })
+        .collect()
+}
+
+impl Dialect for Pg<'_> {
+    type Error = PostgresError;
+
+    const INSERT_DIR: &'static str = "INSERT INTO claude_memory_entries (tenant, path, parent, name, is_dir, data, len, version, modified_ms)
+        VALUES ($1, $2, $3, $4, TRUE, NULL, 0, 0, $5) ON CONFLICT (tenant, path) DO NOTHING";
+
+    const UPSERT_FILE: &'static str = "INSERT INTO claude_memory_entries (tenant, path, parent, name, is_dir, data, len, version, modified_ms)
+        VALUES ($1, $2, $3, $4, FALSE, $5, $6, $7, $8)
+        ON CONFLICT (tenant, path) DO UPDATE SET data = EXCLUDED.data, len = EXCLUDED.len,
+            version = EXCLUDED.version, modified_ms = EXCLUDED.modified_ms";
+
+    const LONGEST_KEY: &'static str = "SELECT CAST(COALESCE(MAX(octet_length(path)), 0) AS BIGINT) FROM claude_memory_entries WHERE tenant = $1 AND path >= $2 AND path < $3";
+    const UPSERT_FILE_NEXT: Option<&'static str> = Some(
+        "INSERT INTO claude_memory_entries (tenant, path, parent, name, is_dir, data, len, version, modified_ms)
+        VALUES ($1, $2, $3, $4, FALSE, $5, $6, nextval('claude_memory_version'), $7)
+        ON CONFLICT (tenant, path) DO UPDATE SET data = EXCLUDED.data, len = EXCLUDED.len,
+            version = EXCLUDED.version, modified_ms = EXCLUDED.modified_ms
+        RETURNING version",
+    );
+
+    const NEXT_VERSION: &'static str = "SELECT nextval('claude_memory_version')";
+
+    fn fetch_opt<T>(
+        &mut self,
+        sql: &str,
+        ps: &[Param<'_>],
+        f: impl FnOnce(&dyn Columns<Error = PostgresError>) -> Result<T, PostgresError>,
+    ) -> Result<Option<T>, PostgresError> {
+        let conn = self.conn;
+        let ps = params(ps);
+        let row = self.answer(async {
+            let st = conn.prepare_cached(sql).await?;
+            conn.query_opt(&st, &ps).await
+        })?;
+        row.map(|r| f(&PgRow(r))).transpose()
+    }
+
+    fn fetch_all<T>(
+        &mut self,
+        sql: &str,
+        ps: &[Param<'_>],
+        mut f: impl FnMut(&dyn Columns<Error = PostgresError>) -> Result<T, PostgresError>,
+    ) -> Result<Vec<T>, PostgresError> {
+        let conn = self.conn;
+        let ps = params(ps);
+        let rows = self.answer(async {
+            let st = conn.prepare_cached(sql).await?;
+            conn.query(&st, &ps).await
+        })?;
+        rows.into_iter().map(|r| f(&PgRow(r))).collect()
+    }
+
+    fn run(&mut self, sql: &str, ps: &[Param<'_>]) -> Result<(), PostgresError> {
+        let conn = self.conn;
+        let ps = params(ps);
+        self.answer(async {
+            let st = conn.prepare_cached(sql).await?;
+            conn.execute(&st, &ps).await
+        })?;
+        Ok(())
+    }
+}
+
+/// A transaction on a lent connection, holding the tenant's lock.
+pub(crate) struct PgTx<'c> {
+    pg: Pg<'c>,
+    state: &'c Cell<TxState>,
+}
+
+/// Where a mutation's transaction ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TxState {
+    Open,
+    Committed,
+    Lost,
+    /// Lost at `BEGIN`: nothing ran, the mutation may start over.
+    LostAtBegin,
+}
+
+impl Drop for PgTx<'_> {
+    fn drop(&mut self) {
+        if self.pg.lost_at_begin {
+            self.state.set(TxState::LostAtBegin);
+        } else if self.pg.lost {
+            self.state.set(TxState::Lost);
+        }
+    }
+}
+
+impl Dialect for PgTx<'_> {
+    type Error = PostgresError;
+    const INSERT_DIR: &'static str = Pg::INSERT_DIR;
+    const UPSERT_FILE: &'static str = Pg::UPSERT_FILE;
+    const UPSERT_FILE_NEXT: Option<&'static str> = Pg::UPSERT_FILE_NEXT;
+    const NEXT_VERSION: &'static str = Pg::NEXT_VERSION;
+    const LONGEST_KEY: &'static str = Pg::LONGEST_KEY;
+
+    fn fetch_opt<T>(
+        &mut self,
+        sql: &str,
+        ps: &[Param<'_>],
+        f: impl FnOnce(&dyn Columns<Error = PostgresError>) -> Result<T, PostgresError>,
+    ) -> Result<Option<T>, PostgresError> {
+        self.pg.fetch_opt(sql, ps, f)
+    }
+
+    fn fetch_all<T>(
+        &mut self,
+        sql: &str,
+        ps: &[Param<'_>],
+        f: impl FnMut(&dyn Columns<Error = PostgresError>) -> Result<T, PostgresError>,
+    ) -> Result<Vec<T>, PostgresError> {
+        self.pg.fetch_all(sql, ps, f)
+    }
+
+    fn run(&mut self, sql: &str, ps: &[Param<'_>]) -> Result<(), PostgresError> {
+        self.pg.run(sql, ps)
+    }
+}
+
+impl Commit for PgTx<'_> {
+    fn commit(mut self) -> Result<(), PostgresError> {
+        self.pg.simple("COMMIT")?;
+        self.state.set(TxState::Committed);
+        Ok(())
+    }
+}
+
+/// `sql` text as a string literal.
+fn literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+impl Backend for Db {
+    type Conn<'c> = Pg<'c>;
+    type Tx<'c> = PgTx<'c>;
+
+    /// Runs `f` on a pooled connection (or, inside a mutation on this
+    /// thread, on its transaction). A connection found dead is closed and
+    /// `f` runs again on another: reads are safe to repeat.
+    fn with<T>(&self, mut f: impl FnMut(&mut Pg<'_>) -> Result<T, Fail>) -> Result<T, Fail> {
+        let key = self.key();
+        let active = ACTIVE.with(|a| {
+            a.borrow()
+                .iter()
+                .rev()
+                .find(|(k, _)| *k == key)
+                .map(|(_, c)| Arc::clone(c))
+        });
+        if let Some(conn) = active {
+            return f(&mut Pg::new(self, &conn));
+        }
+        let mut attempt = 1;
+        loop {
+            let conn = self.checkout()?;
+            let mut pg = Pg::new(self, &conn);
+            let out = f(&mut pg);
+            let lost = pg.lost;
+            drop(pg);
+            if !lost {
+                return out;
+            }
+            drop(Object::take(conn));
+            if out.is_ok() || attempt >= self.attempts() {
+                return out;
+            }
+            attempt += 1;
+        }
+    }
+
+    /// A transaction holding `tenant`'s advisory lock; `BEGIN` and the
+    /// lock go out with the first statement, in its round trip. A
+    /// connection found dead there is closed and `f` starts over on
+    /// another (nothing of it took effect); once past it, an error is
+    /// returned as is.
+    fn mutate<T>(
+        &self,
+        tenant: &str,
+        mut f: impl FnMut(PgTx<'_>) -> Result<T, Fail>,
+    ) -> Result<T, Fail> {
+        let begin = format!(
+            "BEGIN; SELECT pg_advisory_xact_lock(hashtextextended({}, 0))",
+            literal(&format!("claude-memory:{tenant}"))
+        );
+        let mut attempt = 1;
+        loop {
+            let mut lent = Lent::new(self.key(), self.checkout()?);
+            let state = Cell::new(TxState::Open);
+            let out = {
+                let conn = lent.conn.as_deref().ok_or(Fail::Invalid("no connection"))?;
+                let mut pg = Pg::new(self, conn);
+                pg.begin = Some(Box::pin(conn.batch_execute(&begin)));
+                let out = f(PgTx { pg, state: &state });
+                match state.get() {
+                    TxState::Committed => lent.keep = true,
+                    TxState::Lost | TxState::LostAtBegin => {}
+                    TxState::Open => lent.keep = Pg::new(self, conn).simple("ROLLBACK").is_ok(),
+                }
+                out
+            };
+            drop(lent);
+            if state.get() != TxState::LostAtBegin || attempt >= self.attempts() {
+                return out;
+            }
+            attempt += 1;
+        }
+    }
+}

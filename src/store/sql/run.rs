@@ -1,0 +1,238 @@
+//! Where each SQL primitive runs: reads on a plain connection, mutations
+//! in the tenant's locked transaction. `sql_store!` makes a backend a
+//! [`MemoryStore`](crate::store::MemoryStore) with them; the checks and
+//! statements themselves are [`Entries`]'s, in [`super::ops`].
+
+use super::ops::Entries;
+use super::{Backend, Commit, Fail, SqlStore};
+use crate::path::MemoryPath;
+use crate::store::{
+    Change, DirEntry, EntryKind, FileContent, Metadata, Quota, StoreError, StoreResult, Updated,
+    Version, WriteMode,
+};
+
+/// Runs `f` on this tenant's entries through a plain connection.
+fn reading<B: Backend, T>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    mut f: impl FnMut(&mut Entries<'_, B::Conn<'_>>) -> Result<T, Fail>,
+) -> StoreResult<T> {
+    s.db.with(|c| f(&mut Entries::new(c, &s.tenant)))
+        .map_err(|e| e.into_store(path))
+}
+
+/// Runs `f` on this tenant's entries in one locked transaction, committed
+/// if `f` returns `Ok`.
+fn mutating<B: Backend, T>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    mut f: impl FnMut(&mut Entries<'_, B::Tx<'_>>) -> Result<T, Fail>,
+) -> StoreResult<T> {
+    s.db.mutate(&s.tenant, |mut tx| {
+        let out = f(&mut Entries::new(&mut tx, &s.tenant))?;
+        tx.commit()?;
+        Ok(out)
+    })
+    .map_err(|e| e.into_store(path))
+}
+
+pub(crate) fn stat<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+) -> StoreResult<Option<Metadata>> {
+    if path.is_root() {
+        return Ok(Some(Metadata {
+            kind: EntryKind::Directory,
+            len: 0,
+            modified: None,
+        }));
+    }
+    reading(s, path, |e| e.stat(path))
+}
+
+pub(crate) fn read<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    limit: u64,
+) -> StoreResult<FileContent> {
+    if path.is_root() {
+        return Err(StoreError::IsADirectory { path: path.clone() });
+    }
+    reading(s, path, |e| e.read(path, limit))
+}
+
+pub(crate) fn write<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    data: &[u8],
+    mode: WriteMode,
+) -> StoreResult<Version> {
+    if path.is_root() {
+        return Err(StoreError::write_to_root(path, mode));
+    }
+    mutating(s, path, |e| e.write(path, data, mode))
+}
+
+pub(crate) fn list<B: Backend>(s: &SqlStore<B>, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+    reading(s, dir, |e| e.list(dir))
+}
+
+pub(crate) fn delete<B: Backend>(s: &SqlStore<B>, path: &MemoryPath) -> StoreResult<()> {
+    if path.is_root() {
+        return Err(StoreError::delete_root(path));
+    }
+    mutating(s, path, |e| e.delete(path))
+}
+
+pub(crate) fn rename<B: Backend>(
+    s: &SqlStore<B>,
+    from: &MemoryPath,
+    to: &MemoryPath,
+) -> StoreResult<()> {
+    StoreError::check_rename(from, to)?;
+    mutating(s, from, |e| e.rename(from, to))
+}
+
+pub(crate) fn update<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    limit: u64,
+    change: &mut Change<'_>,
+) -> StoreResult<Updated> {
+    if path.is_root() {
+        return Err(StoreError::IsADirectory { path: path.clone() });
+    }
+    mutating(s, path, |e| e.update(path, limit, change))
+}
+
+pub(crate) fn write_within<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    data: &[u8],
+    mode: WriteMode,
+    quota: Quota<'_>,
+) -> StoreResult<Version> {
+    if path.is_root() {
+        return Err(StoreError::write_to_root(path, mode));
+    }
+    mutating(s, path, |e| e.write_within(path, data, mode, quota))
+}
+
+pub(crate) fn update_within<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    limit: u64,
+    quota: Quota<'_>,
+    change: &mut Change<'_>,
+) -> StoreResult<Updated> {
+    if path.is_root() {
+        return Err(StoreError::IsADirectory { path: path.clone() });
+    }
+    mutating(s, path, |e| e.update_within(path, limit, quota, change))
+}
+
+pub(crate) fn delete_file_if<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    still: &mut dyn FnMut(&Metadata) -> bool,
+) -> StoreResult<bool> {
+    if path.is_root() {
+        return Ok(false);
+    }
+    mutating(s, path, |e| e.delete_file_if(path, still))
+}
+
+pub(crate) fn remove_empty_dir<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+) -> StoreResult<bool> {
+    if path.is_root() {
+        return Ok(false);
+    }
+    mutating(s, path, |e| e.remove_empty_dir(path))
+}
+
+pub(crate) fn total_size<B: Backend>(s: &SqlStore<B>) -> StoreResult<u64> {
+    reading(s, &MemoryPath::root(), |e| e.total_size())
+}
+
+/// Implements [`MemoryStore`](crate::store::MemoryStore) for a public SQL
+/// store (a newtype over [`SqlStore`]) with the shared primitives above.
+macro_rules! sql_store {
+    ($store:ty) => {
+        impl $crate::store::MemoryStore for $store {
+            fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+                stat(&self.0, path)
+            }
+            fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+                read(&self.0, path, limit)
+            }
+            fn write(
+                &self,
+                path: &MemoryPath,
+                data: &[u8],
+                mode: WriteMode,
+            ) -> StoreResult<Version> {
+                write(&self.0, path, data, mode)
+            }
+            fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+                list(&self.0, dir)
+            }
+            fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+                delete(&self.0, path)
+            }
+            fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+                rename(&self.0, from, to)
+            }
+            /// One locked transaction: read, `change` once, write.
+            fn update(
+                &self,
+                path: &MemoryPath,
+                limit: u64,
+                change: &mut Change<'_>,
+            ) -> StoreResult<Updated> {
+                update(&self.0, path, limit, change)
+            }
+            /// The cap is checked in the write's locked transaction.
+            fn write_within(
+                &self,
+                path: &MemoryPath,
+                data: &[u8],
+                mode: WriteMode,
+                quota: Quota<'_>,
+            ) -> StoreResult<Version> {
+                write_within(&self.0, path, data, mode, quota)
+            }
+            /// One locked transaction: read, `change` once, the cap, write.
+            fn update_within(
+                &self,
+                path: &MemoryPath,
+                limit: u64,
+                quota: Quota<'_>,
+                change: &mut Change<'_>,
+            ) -> StoreResult<Updated> {
+                update_within(&self.0, path, limit, quota, change)
+            }
+            /// One locked transaction.
+            fn delete_file_if(
+                &self,
+                path: &MemoryPath,
+                still: &mut dyn FnMut(&Metadata) -> bool,
+            ) -> StoreResult<bool> {
+                delete_file_if(&self.0, path, still)
+            }
+            /// One statement in the locked transaction.
+            fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+                remove_empty_dir(&self.0, path)
+            }
+            fn total_size(&self) -> StoreResult<u64> {
+                total_size(&self.0)
+            }
+        }
+    };
+}
+
+#[cfg(feature = "sqlite")]
+sql_store!(super::SqliteStore);
+#[cfg(feature = "postgres")]
+sql_store!(super::PostgresStore);
