@@ -1,0 +1,294 @@
+//! The operator API: [`versions`](HistoryStore::versions), diff, revert,
+//! restore, redact and prune.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::SystemTime;
+
+use super::repair::{replay, touched};
+use super::{
+    ChangeOp, HistoryError, HistoryStore, NOTE, Query, RestoreReport, Retention, Revision,
+    format_time, scoped, sha256_hex, under,
+};
+use crate::path::MemoryPath;
+use crate::store::{MemoryStore, StoreError, WriteMode};
+
+impl<S: MemoryStore> HistoryStore<S> {
+    /// Versions matching `query`, ids ascending.
+    pub fn versions(&self, query: &Query) -> Result<Vec<Revision>, HistoryError> {
+        let versions = self.load()?;
+        let files: Option<BTreeSet<u64>> = query.path.as_ref().map(|p| {
+            let p = p.normalized();
+            versions
+                .iter()
+                .filter(|v| touched(v).any(|t| *t == p))
+                .map(|v| v.file)
+                .collect()
+        });
+        let prefix = query.prefix.as_ref().map(MemoryPath::normalized);
+        Ok(versions
+            .into_iter()
+            .filter(|v| files.as_ref().is_none_or(|f| f.contains(&v.file)))
+            .filter(|v| {
+                prefix
+                    .as_ref()
+                    .is_none_or(|pre| touched(v).any(|t| under(t, pre)))
+            })
+            .filter(|v| query.since.is_none_or(|t| v.time >= t))
+            .filter(|v| query.until.is_none_or(|t| v.time <= t))
+            .filter(|v| {
+                query.actor.as_ref().is_none_or(|a| {
+                    v.actor.as_deref() == Some(a.as_str()) || v.call.as_deref() == Some(a.as_str())
+                })
+            })
+            .collect())
+    }
+
+    /// One version.
+    pub fn version(&self, id: u64) -> Result<Revision, HistoryError> {
+        self.load()?
+            .into_iter()
+            .find(|v| v.id == id)
+            .ok_or(HistoryError::NoSuchVersion(id))
+    }
+
+    /// The file's content after a version (empty after a delete).
+    fn state_after(v: &Revision) -> Result<String, HistoryError> {
+        if v.op == ChangeOp::Deleted {
+            return Ok(String::new());
+        }
+        v.text().ok_or(HistoryError::Redacted(v.id))
+    }
+
+    /// A unified diff from version `from` to version `to`, or to the file
+    /// as it is now (`None`; empty if it is gone). Each side is the file's
+    /// content after that version (nothing after a delete).
+    pub fn diff(&self, from: u64, to: Option<u64>) -> Result<String, HistoryError> {
+        let a = self.version(from)?;
+        let old = Self::state_after(&a)?;
+        let (new, label) = match to {
+            Some(id) => {
+                let b = self.version(id)?;
+                (Self::state_after(&b)?, format!("{}@v{}", b.path, b.id))
+            }
+            None => {
+                let path = self.current_path(&a);
+                let text = match MemoryPath::from_stored(&path) {
+                    Some(p) => match self.inner.read(&p, u64::MAX) {
+                        Ok(f) => String::from_utf8_lossy(&f.data).into_owned(),
+                        Err(StoreError::NotFound { .. } | StoreError::IsADirectory { .. }) => {
+                            String::new()
+                        }
+                        Err(e) => return Err(e.into()),
+                    },
+                    None => String::new(),
+                };
+                (text, format!("{path} (now)"))
+            }
+        };
+        Ok(similar::TextDiff::from_lines(&old, &new)
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("{}@v{}", a.path, a.id), &label)
+            .to_string())
+    }
+
+    /// Where the file of `v` is now (its path at `v` if it is gone).
+    fn current_path(&self, v: &Revision) -> String {
+        let files = self.lock();
+        files
+            .iter()
+            .find(|(_, f)| **f == v.file)
+            .map_or_else(|| v.path.clone(), |(p, _)| p.clone())
+    }
+
+    /// Puts a file back as it was in version `id` — for a delete, the
+    /// content it removed — at the file's current path (or the version's,
+    /// if the file is gone). The revert is itself a new version, noted
+    /// `revert to v{id}`; `Ok(None)` if the file already has that content.
+    pub fn revert(&self, id: u64) -> Result<Option<u64>, HistoryError> {
+        let v = self.version(id)?;
+        let content = v.content.clone().ok_or(HistoryError::Redacted(id))?;
+        let path = self.current_path(&v);
+        let target = MemoryPath::from_stored(&path)
+            .ok_or_else(|| HistoryError::Log(format!("cannot name {path}")))?;
+        if let Ok(now) = self.inner.read(&target, u64::MAX)
+            && now.data == content
+        {
+            return Ok(None);
+        }
+        scoped(&NOTE, Some(format!("revert to v{id}")), || {
+            self.write(&target, &content, WriteMode::Overwrite)
+        })?;
+        Ok(self
+            .versions(&Query {
+                path: Some(target),
+                ..Query::default()
+            })?
+            .last()
+            .map(|v| v.id))
+    }
+
+    /// Puts the whole store, or everything at or below `prefix`, back as it
+    /// was at time `at`: files written since are deleted, changed ones
+    /// rewritten, deleted ones brought back. Every change is a new version,
+    /// noted `restore to {at}`.
+    pub fn restore(
+        &self,
+        at: SystemTime,
+        prefix: Option<&MemoryPath>,
+    ) -> Result<RestoreReport, HistoryError> {
+        let root = MemoryPath::root();
+        let prefix = prefix.unwrap_or(&root);
+        let pre = prefix.normalized();
+        let versions = self.load()?;
+        let mut then: BTreeMap<String, &Revision> = BTreeMap::new();
+        for v in versions.iter().filter(|v| v.time <= at) {
+            match v.op {
+                ChangeOp::Created | ChangeOp::Modified => {
+                    then.insert(v.path.clone(), v);
+                }
+                ChangeOp::Deleted => {
+                    then.remove(&v.path);
+                }
+                ChangeOp::Renamed => {
+                    if let Some(from) = &v.from {
+                        then.remove(from);
+                    }
+                    then.insert(v.path.clone(), v);
+                }
+            }
+        }
+        then.retain(|p, _| under(p, &pre));
+        // Each file's first version (a file keeps its id across renames):
+        // if it is a baseline or repair recorded after `at`, the history
+        // does not say the file was missing at `at`.
+        let lineage = |v: &Revision| if v.file == 0 { v.id } else { v.file };
+        let mut first: BTreeMap<u64, &Revision> = BTreeMap::new();
+        let mut file_at: BTreeMap<&str, u64> = BTreeMap::new();
+        for v in &versions {
+            first.entry(lineage(v)).or_insert(v);
+            if let Some(from) = &v.from {
+                file_at.remove(from.as_str());
+            }
+            match v.op {
+                ChangeOp::Deleted => file_at.remove(v.path.as_str()),
+                _ => file_at.insert(v.path.as_str(), lineage(v)),
+            };
+        }
+        let unknown_then = |path: &str| {
+            file_at
+                .get(path)
+                .and_then(|id| first.get(id))
+                .is_some_and(|v| {
+                    v.time > at
+                        && v.note
+                            .as_deref()
+                            .is_some_and(|n| n.starts_with("baseline") || n.starts_with("repair"))
+                })
+        };
+        let live = self.live(prefix)?;
+        let note = format!("restore to {}", format_time(at));
+        let mut report = RestoreReport::default();
+        scoped(&NOTE, Some(note), || {
+            for path in live.keys().filter(|p| !then.contains_key(*p)) {
+                if unknown_then(path) {
+                    report.skipped.push(path.clone());
+                    continue;
+                }
+                let Some(p) = MemoryPath::from_stored(path) else {
+                    continue;
+                };
+                match self.delete(&p) {
+                    Ok(()) | Err(StoreError::NotFound { .. }) => report.deleted.push(path.clone()),
+                    Err(e) => report.failed.push((path.clone(), e.to_string())),
+                }
+            }
+            for (path, v) in &then {
+                if live.get(path).is_some_and(|d| sha256_hex(d) == v.sha256) {
+                    continue;
+                }
+                let Some(content) = &v.content else {
+                    report.skipped.push(path.clone());
+                    continue;
+                };
+                let Some(p) = MemoryPath::from_stored(path) else {
+                    continue;
+                };
+                let mut result = self.write(&p, content, WriteMode::Overwrite);
+                if matches!(result, Err(StoreError::IsADirectory { .. })) {
+                    // An empty directory left where the file was.
+                    let _ = self.remove_empty_dir(&p);
+                    result = self.write(&p, content, WriteMode::Overwrite);
+                }
+                match result {
+                    Ok(_) => report.written.push(path.clone()),
+                    Err(e) => report.failed.push((path.clone(), e.to_string())),
+                }
+            }
+        });
+        Ok(report)
+    }
+
+    /// Erases version `id`'s content, and that of every other version
+    /// holding the same content (same sha256: a leaked secret is kept by
+    /// the delete that removed it and by reverts too); their records (path,
+    /// operation, time, actor, sha256, size) stay. Returns the ids erased,
+    /// `id` first.
+    pub fn redact(&self, id: u64) -> Result<Vec<u64>, HistoryError> {
+        let _guard = self.lock();
+        let versions = self.load()?;
+        let target = versions
+            .iter()
+            .find(|v| v.id == id)
+            .ok_or(HistoryError::NoSuchVersion(id))?;
+        let mut ids = vec![id];
+        ids.extend(
+            versions
+                .iter()
+                .filter(|v| v.id != id && v.sha256 == target.sha256 && v.content.is_some())
+                .map(|v| v.id),
+        );
+        for &v in &ids {
+            self.log.redact(v)?;
+        }
+        Ok(ids)
+    }
+
+    /// Removes versions beyond `retention` (never the latest version of a
+    /// live file); returns the ids removed.
+    pub fn prune(&self, retention: &Retention) -> Result<Vec<u64>, HistoryError> {
+        let _guard = self.lock();
+        let versions = self.load()?;
+        let live: BTreeSet<u64> = replay(&versions)
+            .into_values()
+            .map(|(_, file)| file)
+            .collect();
+        let cutoff = retention
+            .max_age
+            .and_then(|age| SystemTime::now().checked_sub(age));
+        let mut by_file: BTreeMap<u64, Vec<&Revision>> = BTreeMap::new();
+        for v in &versions {
+            by_file.entry(v.file).or_default().push(v);
+        }
+        let mut removed = Vec::new();
+        for (file, mut list) in by_file {
+            list.sort_by_key(|v| std::cmp::Reverse(v.id));
+            for (i, v) in list.iter().enumerate() {
+                if i == 0 && live.contains(&file) {
+                    continue;
+                }
+                let too_many = retention.keep_per_file.is_some_and(|k| i >= k);
+                let too_old = cutoff.is_some_and(|c| v.time < c);
+                if too_many || too_old {
+                    removed.push(v.id);
+                }
+            }
+        }
+        removed.sort_unstable();
+        if !removed.is_empty() {
+            self.log.drop_versions(&removed)?;
+            self.log.compact()?;
+        }
+        Ok(removed)
+    }
+}

@@ -1,0 +1,175 @@
+//! The version model: what one version records ([`Revision`], [`ChangeOp`]),
+//! how history fails, and the queries and reports of its operator API.
+
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::path::MemoryPath;
+use crate::store::StoreError;
+
+/// What a version records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeOp {
+    /// A new file.
+    Created,
+    /// A file's content replaced or edited.
+    Modified,
+    /// A file removed (alone or with its directory); the version holds the
+    /// content removed.
+    Deleted,
+    /// A file moved (alone or with its directory) from
+    /// [`from`](Revision::from) to [`path`](Revision::path).
+    Renamed,
+}
+
+impl ChangeOp {
+    /// `created`, `modified`, `deleted` or `renamed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeOp::Created => "created",
+            ChangeOp::Modified => "modified",
+            ChangeOp::Deleted => "deleted",
+            ChangeOp::Renamed => "renamed",
+        }
+    }
+}
+
+/// One version of one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revision {
+    /// Monotonic, never reused.
+    pub id: u64,
+    /// The file's identity: the id of the version that created it (or
+    /// first recorded it), kept across renames.
+    pub file: u64,
+    /// What happened.
+    pub op: ChangeOp,
+    /// The file's path after the change (for a delete, the path removed).
+    pub path: String,
+    /// For a rename, the path before.
+    pub from: Option<String>,
+    /// When.
+    pub time: SystemTime,
+    /// The handler's label ([`HistoryStore::with_label`]).
+    pub actor: Option<String>,
+    /// The per-call actor, such as the `tool_use` id ([`with_call`]).
+    pub call: Option<String>,
+    /// Lowercase hex sha256 of the content.
+    pub sha256: String,
+    /// The content's length in bytes.
+    pub size: u64,
+    /// The content after the change (for a delete, the content removed);
+    /// `None` once redacted.
+    pub content: Option<Vec<u8>>,
+    /// Whether the content was erased by [`HistoryStore::redact`].
+    pub redacted: bool,
+    /// Why the history made it: `revert to v7`, `restore to …`, `repair: …`.
+    pub note: Option<String>,
+}
+
+impl Revision {
+    /// The content as text, lossily.
+    pub fn text(&self) -> Option<String> {
+        self.content
+            .as_ref()
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+    }
+}
+
+/// Why a history operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HistoryError {
+    /// The log could not be read or written.
+    #[error("history log: {0}")]
+    Log(String),
+    /// The live store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// No version has this id.
+    #[error("no version {0}")]
+    NoSuchVersion(u64),
+    /// The version's content was redacted.
+    #[error("version {0} was redacted: its content is gone")]
+    Redacted(u64),
+}
+
+/// Which versions [`HistoryStore::versions`] lists; every filter set must
+/// match.
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    /// Versions of every file that was ever at this path, across renames.
+    pub path: Option<MemoryPath>,
+    /// Versions whose path (or rename source) is this path or below it.
+    pub prefix: Option<MemoryPath>,
+    /// Made at or after.
+    pub since: Option<SystemTime>,
+    /// Made at or before.
+    pub until: Option<SystemTime>,
+    /// Made by this actor: the label or the per-call actor.
+    pub actor: Option<String>,
+}
+
+/// What the open of a [`HistoryStore`] repaired.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RepairReport {
+    /// Versions dropped: their change never reached the store (a crash
+    /// between the version and the change).
+    pub dropped: Vec<u64>,
+    /// Versions recorded for changes that had none (files changed outside
+    /// the history, lost versions, or, on a first open, the files present
+    /// when history was turned on: the baseline).
+    pub recorded: Vec<u64>,
+}
+
+impl RepairReport {
+    /// Whether nothing needed repair.
+    pub fn is_clean(&self) -> bool {
+        self.dropped.is_empty() && self.recorded.is_empty()
+    }
+}
+
+impl std::fmt::Display for RepairReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_clean() {
+            return f.write_str("history: nothing to repair");
+        }
+        write!(
+            f,
+            "history repaired: dropped {} version(s) of changes that never happened {:?}; recorded {} change(s) that had no version {:?}",
+            self.dropped.len(),
+            self.dropped,
+            self.recorded.len(),
+            self.recorded
+        )
+    }
+}
+
+/// What [`HistoryStore::restore`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RestoreReport {
+    /// Files written back.
+    pub written: Vec<String>,
+    /// Files deleted (they did not exist at that time).
+    pub deleted: Vec<String>,
+    /// Files left as they are: their content then was redacted, or the
+    /// history cannot say whether they existed then (their first version
+    /// is a baseline or a repair recorded after that time: they were
+    /// there, since some unknown time, when it was recorded).
+    pub skipped: Vec<String>,
+    /// Files that could not be restored, and why.
+    pub failed: Vec<(String, String)>,
+}
+
+/// How long versions are kept ([`HistoryStore::prune`]). The latest
+/// version of a live file is always kept, so the history still matches
+/// the store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Retention {
+    /// Versions older than this go.
+    pub max_age: Option<Duration>,
+    /// At most this many versions per file are kept (the newest).
+    pub keep_per_file: Option<usize>,
+}
