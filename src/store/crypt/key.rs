@@ -213,6 +213,8 @@ pub(crate) enum KeySource {
 #[derive(Debug, Clone, Default)]
 pub struct Keyring {
     pub(crate) sources: Vec<KeySource>,
+    /// Argon2id costs for a store that has no parameters yet.
+    pub(crate) kdf_costs: Option<(u32, u32, u32)>,
 }
 
 impl Keyring {
@@ -220,6 +222,7 @@ impl Keyring {
     pub fn new(key: Key) -> Keyring {
         Keyring {
             sources: vec![KeySource::Key(key)],
+            kdf_costs: None,
         }
     }
 
@@ -228,6 +231,7 @@ impl Keyring {
     pub fn from_passphrase(passphrase: Passphrase) -> Keyring {
         Keyring {
             sources: vec![KeySource::Passphrase(passphrase)],
+            kdf_costs: None,
         }
     }
 
@@ -256,7 +260,16 @@ impl Keyring {
                     KeySource::Passphrase(p) => KeySource::Passphrase(p.clone()),
                 })
                 .collect(),
+            kdf_costs: self.kdf_costs,
         }
+    }
+
+    /// Argon2id costs (memory in KiB, passes, lanes) for a store whose
+    /// passphrase parameters are made now; the default is 64 MiB, 3
+    /// passes, 1 lane. Ignored by a store that has them already.
+    pub fn with_kdf_costs(mut self, m_cost_kib: u32, t_cost: u32, p_cost: u32) -> Keyring {
+        self.kdf_costs = Some((m_cost_kib, t_cost, p_cost));
+        self
     }
 
     /// True when the ring holds no key.

@@ -114,7 +114,7 @@ pub(crate) fn open<S: MemoryStore + ?Sized>(
             .any(|s| matches!(s, KeySource::Passphrase(_)));
         let mut changed = false;
         if has_passphrase && record.kdf.is_none() {
-            record.kdf = Some(KdfParams::generate()?);
+            record.kdf = Some(new_kdf(ring)?);
             changed = true;
         }
         let keys = resolve(ring, record.kdf.as_ref())?;
@@ -156,7 +156,7 @@ fn create<S: MemoryStore + ?Sized>(inner: &S, ring: &Keyring) -> Result<Opened, 
         .iter()
         .any(|s| matches!(s, KeySource::Passphrase(_)));
     let kdf = if has_passphrase {
-        Some(KdfParams::generate()?)
+        Some(new_kdf(ring)?)
     } else {
         None
     };
@@ -176,6 +176,13 @@ fn create<S: MemoryStore + ?Sized>(inner: &S, ring: &Keyring) -> Result<Opened, 
         sealers: keys.iter().map(Sealer::new).collect(),
         names,
     })
+}
+
+fn new_kdf(ring: &Keyring) -> Result<KdfParams, CryptError> {
+    match ring.kdf_costs {
+        Some((m, t, p)) => KdfParams::generate_with(m, t, p),
+        None => KdfParams::generate(),
+    }
 }
 
 /// The ring's keys, passphrases derived with the store's parameters.

@@ -477,7 +477,8 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
             match self.inner.write_within(&ep, &sealed, mode, cap) {
                 Err(StoreError::StoreFull { .. }) => last = Some(after),
                 other => {
-                    return other.map_err(|e| self.outer(e, &[(&ep, path), (&escope, quota.scope)]));
+                    return other
+                        .map_err(|e| self.outer(e, &[(&ep, path), (&escope, quota.scope)]));
                 }
             }
         }
