@@ -49,7 +49,11 @@ fn rekey_killed_at_random_points_leaves_every_file_readable() {
         let store = open(&store_dir, Keyring::new(key1.clone())).expect("open");
         for i in 0..FILES {
             store
-                .write(&path(i), &content(i), claude_memory::store::WriteMode::Create)
+                .write(
+                    &path(i),
+                    &content(i),
+                    claude_memory::store::WriteMode::Create,
+                )
                 .expect("write");
         }
     }
@@ -81,7 +85,11 @@ fn rekey_killed_at_random_points_leaves_every_file_readable() {
         }
         let _ = child.kill(); // SIGKILL
         let _ = child.wait();
-        check_all(&store_dir, Keyring::new(new_key.clone()).with(old_key.clone()), round);
+        check_all(
+            &store_dir,
+            Keyring::new(new_key.clone()).with(old_key.clone()),
+            round,
+        );
         // Resume to the end, so the next round starts from one key.
         let status = Command::new(bin)
             .arg("--store")
@@ -97,7 +105,10 @@ fn rekey_killed_at_random_points_leaves_every_file_readable() {
         assert!(status.success(), "round {round}: resume");
         check_all(&store_dir, Keyring::new(new_key.clone()), round);
         let err = open(&store_dir, Keyring::new(old_key.clone())).expect_err("old key retired");
-        assert!(matches!(err, CryptError::WrongKey { .. }), "round {round}: {err:?}");
+        assert!(
+            matches!(err, CryptError::WrongKey { .. }),
+            "round {round}: {err:?}"
+        );
     }
     println!("rekey: {killed} of 20 rounds killed part way");
     assert!(killed >= 5, "too few kills landed mid-rotation: {killed}");
