@@ -23,7 +23,7 @@ fn call(tool: &MemoryTool<Box<dyn MemoryStore>>, input: Value) {
 }
 
 fn setup(tool: &MemoryTool<Box<dyn MemoryStore>>) {
-    let note: String = (0..50)
+    let note: String = (0..68)
         .map(|k| format!("- fact {k:02} about the customer.\n"))
         .collect();
     assert!((1900..2100).contains(&note.len()), "{}", note.len());

@@ -240,7 +240,7 @@ pub(crate) fn hex_encode(data: &[u8]) -> String {
 
 /// The inverse of [`hex_encode`].
 pub(crate) fn hex_decode(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())
