@@ -45,7 +45,7 @@ fn every_file_in_tests_is_a_suite_test() {
     }
     assert!(
         missing.is_empty(),
-        "tests/ files not declared as [[test]] in suite/Cargo.toml (they would never run): {missing:?}"
+        "tests/ files not declared as [[test]] in suite/Cargo.toml (they would never run): {missing:?}; run `python3 suite/sync-manifest.py`"
     );
 }
 
@@ -61,7 +61,7 @@ fn dependencies_and_features_mirror_the_crate() {
         assert_eq!(
             section(&suite, name).trim(),
             section(&crate_manifest, name).trim(),
-            "[{name}] differs between Cargo.toml and suite/Cargo.toml"
+            "[{name}] differs between Cargo.toml and suite/Cargo.toml: run `python3 suite/sync-manifest.py`"
         );
     }
     let suite_features: String = section(&suite, "features")
@@ -73,7 +73,7 @@ fn dependencies_and_features_mirror_the_crate() {
     assert_eq!(
         suite_features.trim(),
         section(&crate_manifest, "features").trim(),
-        "[features] differ between Cargo.toml and suite/Cargo.toml (beyond `default`)"
+        "[features] differ between Cargo.toml and suite/Cargo.toml (beyond `default`): run `python3 suite/sync-manifest.py`"
     );
     let version = |m: &str| {
         m.lines()

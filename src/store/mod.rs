@@ -6,6 +6,9 @@
 //! byte alike.
 
 mod cause;
+#[cfg(feature = "encryption")]
+#[cfg_attr(docsrs, doc(cfg(feature = "encryption")))]
+pub mod crypt;
 mod error;
 #[cfg(any(unix, windows))]
 mod fs;

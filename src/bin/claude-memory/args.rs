@@ -54,6 +54,16 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub history: bool,
 
+    /// Open the store encrypted with this key file (32 bytes, mode 0600,
+    /// from `keygen`); repeat for older keys, the first is the primary
+    #[arg(long, global = true, value_name = "FILE")]
+    pub key_file: Vec<PathBuf>,
+
+    /// Open the store encrypted with the passphrase in FILE's first line
+    /// (Argon2id); after any --key-file
+    #[arg(long, global = true, value_name = "FILE")]
+    pub passphrase_file: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -91,7 +101,22 @@ pub enum Command {
         /// Write to FILE instead of stdout ("-" is stdout)
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// On an encrypted store, write the plaintext (by default the
+        /// backup holds the store's ciphertext and key record)
+        #[arg(long)]
+        plaintext: bool,
     },
+
+    /// Write a new random key file (32 bytes, mode 0600) for --key-file.
+    Keygen {
+        /// The file to create (it must not exist)
+        #[arg(long, short, value_name = "FILE")]
+        output: PathBuf,
+    },
+
+    /// Re-encrypt every file under the first --key-file (or passphrase)
+    /// and retire the others from the store; safe to kill and run again.
+    Rekey,
 
     /// Load a JSON backup (version 1 or 2), all or nothing.
     ///

@@ -92,8 +92,9 @@ pub fn open(
     store: Box<dyn MemoryStore>,
     access: Access,
     start: bool,
+    sealer: Option<&claude_memory::store::crypt::LogSealer>,
 ) -> Result<History, Failure> {
-    let log = log(spec, start)?;
+    let log = crate::crypt::seal_log(log(spec, start)?, sealer);
     if access == Access::Read {
         return HistoryStore::inspect(store, log).map_err(failed);
     }

@@ -12,6 +12,7 @@
 
 mod args;
 mod backup;
+mod crypt;
 mod history;
 mod output;
 mod prune;
@@ -49,6 +50,9 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Outcome {
+    if let Command::Keygen { output } = &cli.command {
+        return crypt::keygen(output);
+    }
     let spec = StoreSpec::from_args(cli.store.as_deref(), cli.root)?;
     let mut config = Config::default();
     if let Some(n) = cli.view_limit {
@@ -65,18 +69,33 @@ fn run(cli: Cli) -> Outcome {
     // A store that keeps a history records every change, with the flag or
     // not; `--history` starts one.
     let with_history = cli.history || history::exists(&spec);
+    let ring = crypt::ring(&cli.key_file, cli.passphrase_file.as_deref())?;
     let open = |access: Access| -> Result<Tool, Failure> {
-        let mut store = store::open(&spec, access)?;
+        let (mut store, sealer) = crypt::wrap(store::open(&spec, access)?, ring.as_ref())?;
         if with_history && access != Access::Read {
-            store = Box::new(history::open(&spec, store, access, true)?);
+            store = Box::new(history::open(&spec, store, access, true, sealer.as_ref())?);
         }
         Ok(MemoryTool::with_config(store, config.clone()))
     };
     // The history commands never start a history: on a store without one
     // they say so (a restore would otherwise take every file for new).
-    let open_history =
-        |access: Access| history::open(&spec, store::open(&spec, access)?, access, false);
+    let open_history = |access: Access| {
+        let (store, sealer) = crypt::wrap(store::open(&spec, access)?, ring.as_ref())?;
+        history::open(&spec, store, access, false, sealer.as_ref())
+    };
     match cli.command {
+        Command::Keygen { .. } => Ok(()),
+        Command::Rekey => crypt::rekey(store::open(&spec, Access::Change)?, ring.as_ref()),
+        Command::Export {
+            output,
+            plaintext: false,
+        } if ring.is_some() => {
+            let raw = crypt::raw(store::open(&spec, Access::Read)?, ring.as_ref())?;
+            backup::export(
+                &MemoryTool::with_config(raw, config.clone()),
+                output.as_deref(),
+            )
+        }
         Command::Serve => {
             let tool = open(Access::Create)?;
             claude_memory::bridge::serve(&tool, io::stdin().lock(), io::stdout().lock()).map_err(
@@ -87,7 +106,7 @@ fn run(cli: Cli) -> Outcome {
             )
         }
         Command::View { path, range } => view::view(&open(Access::Read)?, &path, range),
-        Command::Export { output } => backup::export(&open(Access::Read)?, output.as_deref()),
+        Command::Export { output, .. } => backup::export(&open(Access::Read)?, output.as_deref()),
         Command::Import { file, overwrite } => {
             // Read and check first: a mistyped or unusable backup file
             // creates no store.

@@ -1,0 +1,218 @@
+//! `rename` on an encrypted store. A file's content is sealed for its
+//! path and a name for its parent, so a move re-seals every file it moves
+//! (a copy under the new names, then the old tree deleted) instead of one
+//! rename in the wrapped store.
+//!
+//! That makes a move several steps, so (SPEC §7) it is journalled first:
+//! a sealed journal (`_claude-memory-move-<random>`) names the source and
+//! the destination; if the process dies part way, the next open finishes
+//! the move (copies are idempotent, the source goes last), so afterwards
+//! each entry is at its new path only.
+
+use serde::{Deserialize, Serialize};
+
+use super::CryptError;
+use super::record::CONTROL_PREFIX;
+use super::store::EncryptedStore;
+use crate::path::MemoryPath;
+use crate::store::walk::{Flow, Order, Step, walk};
+use crate::store::{EntryKind, MemoryStore, StoreError, StoreResult, WriteMode};
+
+const JOURNAL_PREFIX: &str = "_claude-memory-move-";
+const JOURNAL_CONTEXT: &[u8] = b"claude-memory move journal";
+
+#[derive(Serialize, Deserialize)]
+struct Journal {
+    from: String,
+    to: String,
+}
+
+impl<S: MemoryStore> EncryptedStore<S> {
+    /// Checks as every store does (SPEC §3 rename), journals, moves.
+    pub(crate) fn move_entry(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        StoreError::check_rename(from, to)?;
+        let Some(kind) = self.stat(from)?.map(|m| m.kind) else {
+            return Err(StoreError::NotFound { path: from.clone() });
+        };
+        if to.is_root() || self.stat(to)?.is_some() {
+            return Err(StoreError::AlreadyExists { path: to.clone() });
+        }
+        for ancestor in to.ancestors().skip(1) {
+            if let Some(m) = self.stat(&ancestor)?
+                && m.kind == EntryKind::File
+            {
+                return Err(StoreError::ParentNotDirectory {
+                    path: to.clone(),
+                    parent: ancestor,
+                });
+            }
+        }
+        self.enc_new(to)?;
+        // Every name below must fit the encrypted limit, and every path
+        // the model's limit, before anything moves.
+        let mut below = 0usize;
+        if kind == EntryKind::Directory {
+            walk(self, from, Order::AsListed, &mut |step| {
+                let path_len = match step {
+                    Step::File { dir, entry, .. } => dir.normalized_len() + 1 + entry.name.len(),
+                    Step::Enter { path, .. } | Step::Leave { path, .. } => path.normalized_len(),
+                };
+                below = below.max(path_len - from.normalized_len());
+                Ok(Flow::Continue)
+            })?;
+        }
+        StoreError::check_depth(from, to, below)?;
+        let journal = self.write_journal(from, to)?;
+        let moved = self.move_tree(from, to, WriteMode::Create);
+        let cleared = self.inner().delete(&journal);
+        moved?;
+        cleared.map_err(|e| self.outer(e, &[(&journal, from)]))
+    }
+
+    fn write_journal(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<MemoryPath> {
+        let backend = |e: CryptError| StoreError::Backend {
+            path: from.clone(),
+            source: Box::new(e),
+        };
+        let mut id = [0u8; 8];
+        getrandom::getrandom(&mut id).map_err(|e| backend(CryptError::Random(e.to_string())))?;
+        let name = format!("{JOURNAL_PREFIX}{}", super::record::hex_encode(&id));
+        let path = MemoryPath::root()
+            .join(&name)
+            .ok_or_else(|| StoreError::Invalid {
+                path: from.clone(),
+                reason: "journal name",
+            })?;
+        let body = serde_json::to_vec(&Journal {
+            from: from.normalized(),
+            to: to.normalized(),
+        })
+        .map_err(|e| StoreError::Backend {
+            path: from.clone(),
+            source: Box::new(e),
+        })?;
+        let sealed = self.keys().sealers[0]
+            .seal(&body, JOURNAL_CONTEXT)
+            .map_err(backend)?;
+        self.inner()
+            .write(&path, &sealed, WriteMode::Create)
+            .map_err(|e| self.outer(e, &[(&path, from)]))?;
+        Ok(path)
+    }
+
+    /// Copies every file below `from` (or `from` itself) to the same place
+    /// below `to`, re-sealed, moves empty directories, then deletes `from`.
+    fn move_tree(&self, from: &MemoryPath, to: &MemoryPath, mode: WriteMode) -> StoreResult<()> {
+        let Some(meta) = self.stat(from)? else {
+            return Ok(());
+        };
+        let map = |p: &MemoryPath| -> Option<MemoryPath> {
+            let mut out = to.clone();
+            for c in &p.components()[from.components().len()..] {
+                out = out.join(c)?;
+            }
+            Some(out)
+        };
+        let mut files = Vec::new();
+        let mut empty_dirs = Vec::new();
+        if meta.kind == EntryKind::File {
+            files.push(from.clone());
+        } else {
+            let mut children: Vec<usize> = Vec::new();
+            walk(self, from, Order::AsListed, &mut |step| {
+                match step {
+                    Step::Enter { .. } => children.push(0),
+                    Step::File { dir, entry, .. } => {
+                        if let Some(c) = children.last_mut() {
+                            *c += 1;
+                        }
+                        if let Some(p) = dir.join(&entry.name) {
+                            files.push(p);
+                        }
+                    }
+                    Step::Leave { path, .. } => {
+                        if children.pop() == Some(0) {
+                            empty_dirs.push(path.clone());
+                        }
+                        if let Some(c) = children.last_mut() {
+                            *c += 1;
+                        }
+                    }
+                }
+                Ok(Flow::Continue)
+            })?;
+        }
+        for file in &files {
+            let Some(dest) = map(file) else { continue };
+            let content = self.read(file, u64::MAX)?;
+            match self.write(&dest, &content.data, mode) {
+                Err(StoreError::AlreadyExists { .. }) if mode == WriteMode::Create => {
+                    self.write(&dest, &content.data, WriteMode::Overwrite)?;
+                }
+                other => {
+                    other?;
+                }
+            }
+        }
+        for dir in &empty_dirs {
+            let Some(dest) = map(dir) else { continue };
+            if self.stat(&dest)?.is_some() {
+                continue;
+            }
+            let (Some(es), Some(ed)) = (self.enc(dir), self.enc(&dest)) else {
+                continue;
+            };
+            self.inner()
+                .rename(&es, &ed)
+                .map_err(|e| self.outer(e, &[(&es, dir), (&ed, &dest)]))?;
+        }
+        match self.delete(from) {
+            Ok(()) | Err(StoreError::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Finishes every move a killed process left journalled.
+    pub(crate) fn recover_moves(&self) -> Result<(), CryptError> {
+        let root = MemoryPath::root();
+        let entries = self.inner().list(&root).map_err(CryptError::Store)?;
+        for entry in entries {
+            if !entry.name.starts_with(JOURNAL_PREFIX) || !entry.name.starts_with(CONTROL_PREFIX) {
+                continue;
+            }
+            let Some(path) = root.join(&entry.name) else {
+                continue;
+            };
+            let sealed = match self.inner().read(&path, 1 << 16) {
+                Ok(f) => f.data,
+                Err(StoreError::NotFound { .. }) => continue,
+                Err(e) => return Err(CryptError::Store(e)),
+            };
+            let id = super::seal::key_id_of(&sealed);
+            let body = self
+                .keys()
+                .sealers
+                .iter()
+                .find(|s| Some(s.id()) == id)
+                .and_then(|s| s.open(&sealed, JOURNAL_CONTEXT))
+                .ok_or(CryptError::Record(
+                    "a move journal failed its integrity check",
+                ))?;
+            let journal: Journal = serde_json::from_slice(&body)
+                .map_err(|_| CryptError::Record("a move journal is not valid"))?;
+            let (Some(from), Some(to)) = (
+                MemoryPath::from_stored(&journal.from),
+                MemoryPath::from_stored(&journal.to),
+            ) else {
+                return Err(CryptError::Record("a move journal names an invalid path"));
+            };
+            self.move_tree(&from, &to, WriteMode::Overwrite)
+                .map_err(CryptError::Store)?;
+            match self.inner().delete(&path) {
+                Ok(()) | Err(StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(CryptError::Store(e)),
+            }
+        }
+        Ok(())
+    }
+}

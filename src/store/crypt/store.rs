@@ -1,0 +1,526 @@
+//! [`EncryptedStore`]: the wrapper. Every path is encrypted name by name
+//! on its way in, every content sealed for its path; listings, sizes and
+//! errors are turned back into the plaintext view on the way out.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::CryptError;
+use super::key::Keyring;
+use super::names::{NameCipher, TOO_LONG};
+use super::record::{self, CONTROL_PREFIX, Record};
+use super::seal::{self, OVERHEAD, Sealer};
+use crate::path::MemoryPath;
+use crate::store::walk::{Flow, Order, Step, walk};
+use crate::store::{
+    Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Quota, StoreError,
+    StoreResult, Updated, Version, WriteMode, check_quota,
+};
+
+/// A store whose contents and names are encrypted at rest, over any other
+/// store (SPEC §7): contents with XChaCha20-Poly1305 bound to their path,
+/// names with AES-SIV bound to their parent, a key record that refuses the
+/// wrong key at open. See the README's threat model.
+///
+/// ```
+/// use claude_memory::store::crypt::{EncryptedStore, Key, Keyring};
+/// use claude_memory::{InMemoryStore, MemoryTool};
+/// use serde_json::json;
+///
+/// let key = Key::generate()?;
+/// let store = EncryptedStore::open(InMemoryStore::new(), Keyring::new(key))?;
+/// let tool = MemoryTool::new(store);
+/// let out = tool.dispatch(&json!({"type": "tool_use", "id": "t", "name": "memory",
+///     "input": {"command": "create", "path": "/memories/a.md", "file_text": "secret\n"}}));
+/// assert!(!out.is_error);
+/// # Ok::<(), claude_memory::store::crypt::CryptError>(())
+/// ```
+pub struct EncryptedStore<S> {
+    inner: S,
+    keys: Arc<Keys>,
+}
+
+pub(crate) struct Keys {
+    /// The primary first.
+    pub(crate) sealers: Vec<Sealer>,
+    pub(crate) names: NameCipher,
+    /// Serialises this process's size-capped writes (the cap's check is
+    /// also conditional in the wrapped store, see `write_within`).
+    quota: Mutex<()>,
+}
+
+impl<S: Clone> Clone for EncryptedStore<S> {
+    fn clone(&self) -> Self {
+        EncryptedStore {
+            inner: self.inner.clone(),
+            keys: Arc::clone(&self.keys),
+        }
+    }
+}
+
+impl<S> std::fmt::Debug for EncryptedStore<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EncryptedStore")
+            .field(
+                "keys",
+                &self.keys.sealers.iter().map(Sealer::id).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: MemoryStore> EncryptedStore<S> {
+    /// Opens `inner` with `ring` (its first key the primary). A store with
+    /// no key record yet gets one (refused if it already holds files); a
+    /// ring none of whose keys the record lists is [`CryptError::WrongKey`]
+    /// before any file is read. A move an earlier process left half done
+    /// is finished first.
+    pub fn open(inner: S, ring: Keyring) -> Result<Self, CryptError> {
+        let opened = record::open(&inner, &ring)?;
+        let store = EncryptedStore {
+            inner,
+            keys: Arc::new(Keys {
+                sealers: opened.sealers,
+                names: opened.names,
+                quota: Mutex::new(()),
+            }),
+        };
+        store.recover_moves()?;
+        Ok(store)
+    }
+
+    /// The wrapped store (what it holds is ciphertext).
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    /// The key record as it is now.
+    pub(crate) fn record(&self) -> Result<(Record, Version), CryptError> {
+        record::read(&self.inner)?.ok_or(CryptError::Record("the key record is gone"))
+    }
+
+    pub(crate) fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    pub(crate) fn keys_arc(&self) -> Arc<Keys> {
+        Arc::clone(&self.keys)
+    }
+
+    /// The stored path of `path`; `None` if a name is too long to exist.
+    pub(crate) fn enc(&self, path: &MemoryPath) -> Option<MemoryPath> {
+        let mut plain = MemoryPath::root();
+        let mut stored = MemoryPath::root();
+        for name in path.components() {
+            let e = self.keys.names.encrypt(&plain, name)?;
+            stored = stored.join(&e)?;
+            plain = plain.join(name)?;
+        }
+        Some(stored)
+    }
+
+    /// [`enc`](Self::enc) for a write: a name too long is refused with
+    /// the reason.
+    pub(crate) fn enc_new(&self, path: &MemoryPath) -> StoreResult<MemoryPath> {
+        self.enc(path).ok_or_else(|| StoreError::UnsupportedName {
+            path: path.clone(),
+            reason: TOO_LONG,
+        })
+    }
+
+    /// Seals `plain` as the content of `path`, with the primary key.
+    pub(crate) fn seal(&self, path: &MemoryPath, plain: &[u8]) -> StoreResult<Vec<u8>> {
+        self.keys.sealers[0]
+            .seal(plain, path.normalized().as_bytes())
+            .map_err(|e| StoreError::Backend {
+                path: path.clone(),
+                source: Box::new(e),
+            })
+    }
+
+    /// Opens the stored bytes of `path`; anything wrong is SPEC §4's
+    /// integrity answer.
+    pub(crate) fn unseal(&self, path: &MemoryPath, sealed: &[u8]) -> StoreResult<Vec<u8>> {
+        let id = seal::key_id_of(sealed);
+        self.keys
+            .sealers
+            .iter()
+            .find(|s| Some(s.id()) == id)
+            .and_then(|s| s.open(sealed, path.normalized().as_bytes()))
+            .ok_or_else(|| StoreError::Integrity { path: path.clone() })
+    }
+
+    /// Plaintext and stored bytes of the files below `scope`.
+    fn totals(&self, scope: &MemoryPath) -> StoreResult<(u64, u64)> {
+        let (mut plain, mut stored) = (0u64, 0u64);
+        let Some(inner_scope) = self.enc(scope) else {
+            return Ok((0, 0));
+        };
+        let result = walk(&self.inner, &inner_scope, Order::AsListed, &mut |step| {
+            if let Step::File { dir, entry, .. } = step {
+                stored = stored.saturating_add(entry.len);
+                if !(dir.is_root() && entry.name.starts_with(CONTROL_PREFIX)) {
+                    plain = plain.saturating_add(entry.len.saturating_sub(OVERHEAD));
+                }
+            }
+            Ok(Flow::Continue)
+        });
+        match result {
+            Ok(()) | Err(StoreError::NotFound { .. } | StoreError::NotADirectory { .. }) => {
+                Ok((plain, stored))
+            }
+            Err(e) => Err(self.outer(e, &[(&inner_scope, scope)])),
+        }
+    }
+
+    /// Rewrites the wrapped store's (encrypted) paths in `error` to the
+    /// plaintext ones: each is `pairs`' plaintext path or its ancestor.
+    pub(crate) fn outer(
+        &self,
+        error: StoreError,
+        pairs: &[(&MemoryPath, &MemoryPath)],
+    ) -> StoreError {
+        let map = |p: MemoryPath| -> MemoryPath {
+            let n = p.components().len();
+            for (stored, plain) in pairs {
+                if stored.components().len() >= n && stored.components()[..n] == p.components()[..]
+                {
+                    return plain
+                        .ancestors()
+                        .find(|a| a.components().len() == n)
+                        .unwrap_or_else(|| (*plain).clone());
+                }
+            }
+            pairs
+                .first()
+                .map(|(_, plain)| (*plain).clone())
+                .unwrap_or_else(MemoryPath::root)
+        };
+        match error {
+            StoreError::NotFound { path } => StoreError::NotFound { path: map(path) },
+            StoreError::AlreadyExists { path } => StoreError::AlreadyExists { path: map(path) },
+            StoreError::IsADirectory { path } => StoreError::IsADirectory { path: map(path) },
+            StoreError::NotADirectory { path } => StoreError::NotADirectory { path: map(path) },
+            StoreError::ParentNotDirectory { path, parent } => StoreError::ParentNotDirectory {
+                path: map(path),
+                parent: map(parent),
+            },
+            StoreError::Conflict { path } => StoreError::Conflict { path: map(path) },
+            StoreError::Symlink { path } => StoreError::Symlink { path: map(path) },
+            StoreError::TooLarge { path, len } => StoreError::TooLarge {
+                path: map(path),
+                len: len.saturating_sub(OVERHEAD),
+            },
+            StoreError::HardLink { path } => StoreError::HardLink { path: map(path) },
+            StoreError::Invalid { path, reason } => StoreError::Invalid {
+                path: map(path),
+                reason,
+            },
+            StoreError::UnsupportedName { path, reason } => StoreError::UnsupportedName {
+                path: map(path),
+                reason,
+            },
+            StoreError::PathTooLong { path, limit } => StoreError::PathTooLong {
+                path: map(path),
+                limit,
+            },
+            StoreError::StoreFull { path, total, limit } => StoreError::StoreFull {
+                path: map(path),
+                total,
+                limit,
+            },
+            StoreError::Io { op, path, source } => StoreError::Io {
+                op,
+                path: map(path),
+                source,
+            },
+            StoreError::Backend { path, source } => StoreError::Backend {
+                path: map(path),
+                source,
+            },
+            StoreError::Unreachable {
+                path,
+                cause,
+                source,
+            } => StoreError::Unreachable {
+                path: map(path),
+                cause,
+                source,
+            },
+            StoreError::OutcomeUnknown {
+                path,
+                cause,
+                source,
+            } => StoreError::OutcomeUnknown {
+                path: map(path),
+                cause,
+                source,
+            },
+            StoreError::Integrity { path } => StoreError::Integrity { path: map(path) },
+        }
+    }
+
+    fn plain_meta(meta: Metadata) -> Metadata {
+        match meta.kind {
+            EntryKind::File => Metadata {
+                len: meta.len.saturating_sub(OVERHEAD),
+                ..meta
+            },
+            EntryKind::Directory => meta,
+        }
+    }
+
+    /// The content of `path` and its version, decrypted (`limit` in
+    /// plaintext bytes).
+    fn read_plain(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+        let Some(ep) = self.enc(path) else {
+            return Err(StoreError::NotFound { path: path.clone() });
+        };
+        let file = self
+            .inner
+            .read(&ep, limit.saturating_add(OVERHEAD))
+            .map_err(|e| self.outer(e, &[(&ep, path)]))?;
+        Ok(FileContent {
+            data: self.unseal(path, &file.data)?,
+            version: file.version,
+        })
+    }
+}
+
+/// True when `store` holds an encrypted store's key record: opening it
+/// without a key would show ciphertext, and writing to it would put
+/// plaintext beside it (the CLI refuses both).
+pub fn is_encrypted<S: MemoryStore + ?Sized>(store: &S) -> Result<bool, StoreError> {
+    Ok(store.stat(&record::record_path())?.is_some())
+}
+
+#[deny(clippy::missing_trait_methods)]
+impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
+    fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+        let Some(ep) = self.enc(path) else {
+            return Ok(None);
+        };
+        let meta = self
+            .inner
+            .stat(&ep)
+            .map_err(|e| self.outer(e, &[(&ep, path)]))?;
+        Ok(meta.map(Self::plain_meta))
+    }
+
+    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+        self.read_plain(path, limit)
+    }
+
+    /// Reads the file whole to check its tag before a byte is shown (an
+    /// AEAD opens all or nothing), then streams the plaintext.
+    fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
+        let file = self.read_plain(path, u64::MAX)?;
+        Ok(FileReader {
+            len: file.data.len() as u64,
+            reader: Box::new(std::io::Cursor::new(file.data)),
+        })
+    }
+
+    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        let ep = self.enc_new(path)?;
+        let sealed = self.seal(path, data)?;
+        self.inner
+            .write(&ep, &sealed, mode)
+            .map_err(|e| self.outer(e, &[(&ep, path)]))
+    }
+
+    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+        let Some(ed) = self.enc(dir) else {
+            return Err(StoreError::NotFound { path: dir.clone() });
+        };
+        let entries = self
+            .inner
+            .list(&ed)
+            .map_err(|e| self.outer(e, &[(&ed, dir)]))?;
+        let mut out = Vec::with_capacity(entries.len());
+        for entry in entries {
+            if dir.is_root() && entry.name.starts_with(CONTROL_PREFIX) {
+                continue;
+            }
+            let name = self
+                .keys
+                .names
+                .decrypt(dir, &entry.name)
+                .filter(|n| dir.is_valid_child(n))
+                // SPEC §7: an entry that is not ours is reported, never
+                // skipped.
+                .ok_or_else(|| StoreError::Integrity { path: dir.clone() })?;
+            let len = match entry.kind {
+                EntryKind::File => entry.len.saturating_sub(OVERHEAD),
+                EntryKind::Directory => entry.len,
+            };
+            out.push(DirEntry { name, len, ..entry });
+        }
+        Ok(out)
+    }
+
+    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+        let Some(ep) = self.enc(path) else {
+            return Err(StoreError::NotFound { path: path.clone() });
+        };
+        self.inner
+            .delete(&ep)
+            .map_err(|e| self.outer(e, &[(&ep, path)]))
+    }
+
+    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        self.move_entry(from, to)
+    }
+
+    fn update(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        let Some(ep) = self.enc(path) else {
+            return Err(StoreError::NotFound { path: path.clone() });
+        };
+        let mut failure: Option<StoreError> = None;
+        let mut written: Option<Vec<u8>> = None;
+        let result = self
+            .inner
+            .update(&ep, limit.saturating_add(OVERHEAD), &mut |sealed| {
+                let plain = match self.unseal(path, sealed) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        failure = Some(e);
+                        return Err(crate::store::Abort);
+                    }
+                };
+                let new = change(&plain)?;
+                let resealed = match self.seal(path, &new) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        failure = Some(e);
+                        return Err(crate::store::Abort);
+                    }
+                };
+                written = Some(new);
+                Ok(resealed)
+            });
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        match result.map_err(|e| self.outer(e, &[(&ep, path)]))? {
+            Updated::Aborted => Ok(Updated::Aborted),
+            Updated::Written(_) => Ok(Updated::Written(written.unwrap_or_default())),
+        }
+    }
+
+    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        if path.is_root() {
+            return Ok(false);
+        }
+        let Some(ep) = self.enc(path) else {
+            return Ok(false);
+        };
+        self.inner
+            .remove_empty_dir(&ep)
+            .map_err(|e| self.outer(e, &[(&ep, path)]))
+    }
+
+    /// Plaintext bytes: each file's stored length less the seal's fixed
+    /// overhead, the wrapper's own files left out.
+    fn total_size(&self) -> StoreResult<u64> {
+        Ok(self.totals(&MemoryPath::root())?.0)
+    }
+
+    /// The cap counts **plaintext** bytes (what the model wrote, what
+    /// `total_size` reports). It is checked here and again, atomically, by
+    /// the wrapped store: the write goes down as the wrapped store's own
+    /// `write_within` with a cap of exactly the stored bytes this check
+    /// saw plus the write's, so a concurrent writer (another process) that
+    /// changed the scope meanwhile makes it fail, and the check runs again
+    /// on the new totals.
+    fn write_within(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+        quota: Quota<'_>,
+    ) -> StoreResult<Version> {
+        let ep = self.enc_new(path)?;
+        let escope = self.enc_new(quota.scope)?;
+        let _serial = self
+            .keys
+            .quota
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let sealed = self.seal(path, data)?;
+        let mut last = None;
+        for _ in 0..crate::store::UPDATE_ATTEMPTS {
+            let existing = self
+                .inner
+                .stat(&ep)
+                .map_err(|e| self.outer(e, &[(&ep, path)]))?;
+            let replaced = match (&existing, mode) {
+                (Some(_), WriteMode::Create) => return self.write(path, data, mode),
+                (Some(m), _) if m.kind == EntryKind::File => m.len,
+                _ => 0,
+            };
+            let (plain, stored) = self.totals(quota.scope)?;
+            let after = plain
+                .saturating_sub(replaced.saturating_sub(OVERHEAD))
+                .saturating_add(data.len() as u64);
+            check_quota(path, after, quota)?;
+            let cap = Quota {
+                scope: &escope,
+                max_bytes: stored
+                    .saturating_sub(replaced)
+                    .saturating_add(sealed.len() as u64),
+            };
+            match self.inner.write_within(&ep, &sealed, mode, cap) {
+                Err(StoreError::StoreFull { .. }) => last = Some(after),
+                other => {
+                    return other
+                        .map_err(|e| self.outer(e, &[(&ep, path), (&escope, quota.scope)]));
+                }
+            }
+        }
+        Err(StoreError::StoreFull {
+            path: path.clone(),
+            total: last.unwrap_or(0),
+            limit: quota.max_bytes,
+        })
+    }
+
+    /// The compare-and-swap loop over this wrapper's `write_within`.
+    fn update_within(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        quota: Quota<'_>,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        for _ in 0..crate::store::UPDATE_ATTEMPTS {
+            let file = self.read_plain(path, limit)?;
+            let Ok(new) = change(&file.data) else {
+                return Ok(Updated::Aborted);
+            };
+            match self.write_within(path, &new, WriteMode::Update(file.version), quota) {
+                Ok(_) => return Ok(Updated::Written(new)),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Conflict { path: path.clone() })
+    }
+
+    fn delete_file_if(
+        &self,
+        path: &MemoryPath,
+        still: &mut dyn FnMut(&Metadata) -> bool,
+    ) -> StoreResult<bool> {
+        let Some(ep) = self.enc(path) else {
+            return Ok(false);
+        };
+        self.inner
+            .delete_file_if(&ep, &mut |m| still(&Self::plain_meta(m.clone())))
+            .map_err(|e| self.outer(e, &[(&ep, path)]))
+    }
+}

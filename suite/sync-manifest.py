@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Lists every file of ../tests as a [[test]], and copies the crate's [dependencies], target dependencies and [features]
+from ../Cargo.toml into suite/Cargo.toml (keeping the suite's `default`),
+and the crate's version, so the suite builds exactly the crate users get.
+tests/suite_manifest.rs fails when they drift; run this to fix it:
+
+    python3 suite/sync-manifest.py
+"""
+import pathlib
+import re
+
+here = pathlib.Path(__file__).resolve().parent
+crate = (here.parent / "Cargo.toml").read_text()
+suite_path = here / "Cargo.toml"
+suite = suite_path.read_text()
+
+
+def span(text, name):
+    """(start, end) of the body of section [name], up to the next section."""
+    m = re.search(r"^\[" + re.escape(name) + r"\]\n", text, re.M)
+    if not m:
+        raise SystemExit(f"no [{name}] section")
+    nxt = re.search(r"^\[", text[m.end():], re.M)
+    end = m.end() + nxt.start() if nxt else len(text)
+    return m.end(), end
+
+
+for name in ["dependencies", "target.'cfg(unix)'.dependencies", "target.'cfg(windows)'.dependencies"]:
+    cs, ce = span(crate, name)
+    ss, se = span(suite, name)
+    body = crate[cs:ce].rstrip("\n") + "\n"
+    suite = suite[:ss] + body + suite[se:]
+
+cs, ce = span(crate, "features")
+ss, se = span(suite, "features")
+features = suite[ss:se]
+default = re.search(r"^default = .*\n", features, re.M)
+head = features[: default.end()]
+suite = suite[:ss] + head + crate[cs:ce].rstrip("\n") + "\n" + suite[se:]
+
+version = re.search(r'^\[package\]\n(?:.*\n)*?version = "([^"]+)"', crate, re.M).group(1)
+suite = re.sub(r'^(version = )"[^"]+"', lambda m: f'{m.group(1)}"{version}"', suite, count=1, flags=re.M)
+# One [[test]] per file in ../tests (servers.rs prints its own report, so
+# it runs without the test harness).
+tests = sorted(p.stem for p in (here.parent / "tests").glob("*.rs"))
+block = "".join(
+    f'[[test]]\nname = "{t}"\npath = "../tests/{t}.rs"\n' + ("harness = false\n" if t == "servers" else "")
+    for t in tests
+)
+start = suite.index("[[test]]\n")
+end = suite.index("\n[dependencies]\n")
+suite = suite[:start] + block + suite[end:]
+suite_path.write_text(suite)
+print("suite/Cargo.toml is in step with Cargo.toml")

@@ -1,0 +1,102 @@
+//! The encrypted store (issue 21): the whole conformance suite and the
+//! history cases over the in-memory, filesystem, SQLite and PostgreSQL
+//! stores; no plaintext in any raw byte afterwards; tampering; keys.
+#![cfg(feature = "encryption")]
+
+use std::sync::Arc;
+
+use claude_memory::history::{FileLog, HistoryLog, MemoryLog};
+use claude_memory::store::crypt::{EncryptedStore, Key, Keyring, SealedLog};
+use claude_memory::{FilesystemStore, InMemoryStore};
+
+fn ring() -> Keyring {
+    Keyring::new(Key::generate().expect("key"))
+}
+
+mod over_in_memory {
+    use super::*;
+    claude_memory::conformance_tests!(|run| run(&EncryptedStore::open(
+        InMemoryStore::new(),
+        ring()
+    )
+    .expect("open")));
+}
+
+mod over_filesystem {
+    use super::*;
+    claude_memory::conformance_tests!(|run| {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store = FilesystemStore::open(dir.path()).expect("open store");
+        run(&EncryptedStore::open(store, ring()).expect("open"));
+    });
+}
+
+#[cfg(feature = "sqlite")]
+mod over_sqlite {
+    use super::*;
+    claude_memory::conformance_tests!(|run| {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store = claude_memory::SqliteStore::open(dir.path().join("m.db")).expect("sqlite");
+        run(&EncryptedStore::open(store, ring()).expect("open"));
+    });
+}
+
+#[cfg(feature = "postgres")]
+mod over_postgres {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    static N: AtomicU64 = AtomicU64::new(0);
+
+    pub fn fresh() -> Option<claude_memory::PostgresStore> {
+        let Ok(url) = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL") else {
+            assert!(
+                std::env::var_os("CLAUDE_MEMORY_REQUIRE_POSTGRES").is_none(),
+                "CLAUDE_MEMORY_REQUIRE_POSTGRES is set but CLAUDE_MEMORY_TEST_POSTGRES_URL is not"
+            );
+            eprintln!("skipped: set CLAUDE_MEMORY_TEST_POSTGRES_URL to run the PostgreSQL tests");
+            return None;
+        };
+        let store = claude_memory::PostgresStore::connect(&url, 4).expect("connect");
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let id = format!(
+            "enc{}-{}-{nanos}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        Some(store.for_tenant(&claude_memory::TenantId::parse(&id).expect("tenant id")))
+    }
+
+    claude_memory::conformance_tests!(|run| {
+        if let Some(store) = fresh() {
+            run(&EncryptedStore::open(store, ring()).expect("open"));
+        }
+    });
+}
+
+/// The history cases: `HistoryStore` over the encrypted store, its log
+/// sealed with the store's keys.
+mod history_over_in_memory {
+    use super::*;
+    claude_memory::history_conformance_tests!(|run| {
+        let store = EncryptedStore::open(InMemoryStore::new(), ring()).expect("open");
+        let log: Arc<dyn HistoryLog> = Arc::new(SealedLog::new(MemoryLog::new(), &store));
+        run(&store, &|| Arc::clone(&log));
+    });
+}
+
+mod history_over_filesystem {
+    use super::*;
+    claude_memory::history_conformance_tests!(|run| {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store = EncryptedStore::open(FilesystemStore::open(dir.path()).expect("open"), ring())
+            .expect("open");
+        let path = dir.path().to_owned();
+        let sealer = claude_memory::store::crypt::LogSealer::new(&store);
+        run(&store, &move || {
+            Arc::new(sealer.wrap(FileLog::for_store(&path).expect("log"))) as Arc<dyn HistoryLog>
+        });
+    });
+}
