@@ -22,9 +22,10 @@ pub const MAX_COMPONENT_BYTES: usize = 255;
 /// backend; no model-supplied component may start with it.
 pub const RESERVED_PREFIX: &str = ".claude-memory";
 
-/// Why a path string was rejected. The `Display` text is the short reason
-/// shown to the model after `is not a valid memory path: ` (written in
-/// `render.rs`, with every other model-facing string).
+/// Why a path string was rejected: a value, so this leaf module formats
+/// no text. Its `Display` (implemented in `render.rs`, with every other
+/// model-facing string) is the short reason shown to the model after
+/// `is not a valid memory path: `.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PathError {
@@ -53,12 +54,6 @@ pub enum PathError {
     Encoded(Box<PathError>),
     /// The percent-decoded form holds a `/` the raw path did not.
     EncodedSlash,
-}
-
-impl std::fmt::Display for PathError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&crate::render::path_reason(self))
-    }
 }
 
 impl std::error::Error for PathError {}
