@@ -509,3 +509,60 @@ fn entries_no_path_can_spell_are_reported_not_dropped() {
         ["/memories/a\u{200b}b/", "/memories/cafe\u{301}.md"]
     );
 }
+
+/// A path of `len` bytes made of valid components.
+fn long_path(len: usize) -> String {
+    let mut path = String::from("/memories");
+    while path.len() < len {
+        let room = len - path.len() - 1;
+        path.push('/');
+        path.push_str(&"a".repeat(room.min(200).max(1)));
+    }
+    assert_eq!(path.len(), len);
+    path
+}
+
+/// Issue 18: a backup with a 10,264-byte memory path was imported into a
+/// directory store and a SQLite store (`MemoryPath::from_stored` checked no
+/// length), making a path no command can name. SPEC §7: the limits hold for
+/// every stored entry, whoever wrote it.
+#[test]
+fn an_import_of_a_path_no_command_can_name_is_refused_with_its_reason() {
+    let huge = long_path(10_264);
+    assert!(MemoryPath::from_stored(&huge).is_none());
+    let b = backup(json!([
+        {"path": "/memories/ok.md", "text": "fine"},
+        {"path": huge, "text": "x"},
+    ]));
+    let expected =
+        format!("entry 1: {huge} is not a valid memory path: it is longer than 1024 bytes");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fs = FilesystemStore::open(dir.path()).expect("open");
+    #[allow(unused_mut)]
+    let mut stores: Vec<Box<dyn MemoryStore>> = vec![Box::new(fs), Box::new(InMemoryStore::new())];
+    #[cfg(feature = "sqlite")]
+    let db = tempfile::tempdir().expect("tempdir");
+    #[cfg(feature = "sqlite")]
+    stores.push(Box::new(
+        claude_memory::SqliteStore::open(db.path().join("m.db")).expect("sqlite"),
+    ));
+    for store in &stores {
+        let problems = refused(
+            b.restore(&**store, &ImportOptions::new())
+                .expect_err("refused"),
+        );
+        let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(text, [expected.clone()]);
+        assert_eq!(snapshot(&**store), Vec::<Entry>::new());
+    }
+    // A shared base store's export still comes back: a tenant prefix (at
+    // most 64 bytes and a '/') on top of a tenant's 1,024 bytes.
+    let tenant_path = format!(
+        "/memories/{}{}",
+        "t".repeat(64),
+        &long_path(1024)["/memories".len()..]
+    );
+    assert_eq!(tenant_path.len(), 1024 + 65);
+    assert!(MemoryPath::from_stored(&tenant_path).is_some());
+    assert!(MemoryPath::from_stored(&format!("{tenant_path}b")).is_none());
+}
