@@ -566,3 +566,78 @@ fn an_import_of_a_path_no_command_can_name_is_refused_with_its_reason() {
     assert!(MemoryPath::from_stored(&tenant_path).is_some());
     assert!(MemoryPath::from_stored(&format!("{tenant_path}b")).is_none());
 }
+
+/// An in-memory store that reports the modification time `when(name)`
+/// for each file, as a filesystem holding such times would.
+struct TimedStore {
+    inner: InMemoryStore,
+    when: fn(&str) -> Option<SystemTime>,
+}
+
+impl MemoryStore for TimedStore {
+    fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+        Ok(self.inner.stat(path)?.map(|mut m| {
+            m.modified = path.name().and_then(self.when);
+            m
+        }))
+    }
+    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+        self.inner.read(path, limit)
+    }
+    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        self.inner.write(path, data, mode)
+    }
+    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+        let mut entries = self.inner.list(dir)?;
+        for e in &mut entries {
+            e.modified = (self.when)(&e.name);
+        }
+        Ok(entries)
+    }
+    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+        self.inner.delete(path)
+    }
+    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        self.inner.rename(from, to)
+    }
+}
+
+/// Issue 18: a file whose modification time is after year 9999 made
+/// `Backup::of_store` panic (RFC 3339 formatting; `claude-memory export`
+/// exited 101). No store state may panic: such a time (and one before
+/// 1970) is left out of the entry, which keeps its content.
+#[test]
+fn export_of_a_time_rfc_3339_cannot_spell_does_not_panic() {
+    let store = TimedStore {
+        inner: InMemoryStore::new(),
+        when: |name| match name {
+            // 10000-01-02T00:00:00Z
+            "future.md" => Some(SystemTime::UNIX_EPOCH + Duration::from_secs(253_402_387_200)),
+            "past.md" => Some(SystemTime::UNIX_EPOCH - Duration::from_secs(86_400)),
+            // 9999-12-31T23:59:59Z, the last second RFC 3339 can spell.
+            "last.md" => Some(SystemTime::UNIX_EPOCH + Duration::from_secs(253_402_300_799)),
+            _ => None,
+        },
+    };
+    for name in ["future.md", "past.md", "last.md"] {
+        write(&store, &format!("/memories/{name}"), name.as_bytes());
+    }
+    let backup = Backup::of_store(&store).expect("export");
+    let by_path = |p: &str| {
+        backup
+            .files
+            .iter()
+            .find(|e| e.path == p)
+            .unwrap_or_else(|| panic!("{p} not exported"))
+    };
+    assert_eq!(by_path("/memories/future.md").modified, None);
+    assert_eq!(by_path("/memories/past.md").modified, None);
+    assert_eq!(
+        by_path("/memories/last.md").modified.as_deref(),
+        Some("9999-12-31T23:59:59.000Z")
+    );
+    assert_eq!(
+        by_path("/memories/future.md").content(),
+        Ok(claude_memory::backup::Content::File(b"future.md".to_vec()))
+    );
+}
