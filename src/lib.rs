@@ -56,7 +56,7 @@
 //! [`MemoryTool`] is the handler (the six commands, their checks and every
 //! answer the model reads); [`path`] validates paths and [`tenant`] tenant
 //! ids; [`store`] holds the [`MemoryStore`] trait, the tree walk
-//! ([`store::walk`]) and the stores; [`api`] the Messages API glue and
+//! ([`store::walk()`]) and the stores; [`api`] the Messages API glue and
 //! typed blocks, [`bridge`] the JSON-lines bridge; [`history`],
 //! [`backup`], [`expiry`], [`policy`] and [`audit`] are operations on top;
 //! the `conformance` module (feature `conformance`) holds the suite your
