@@ -516,7 +516,7 @@ fn long_path(len: usize) -> String {
     while path.len() < len {
         let room = len - path.len() - 1;
         path.push('/');
-        path.push_str(&"a".repeat(room.min(200).max(1)));
+        path.push_str(&"a".repeat(room.clamp(1, 200)));
     }
     assert_eq!(path.len(), len);
     path
@@ -552,7 +552,7 @@ fn an_import_of_a_path_no_command_can_name_is_refused_with_its_reason() {
                 .expect_err("refused"),
         );
         let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
-        assert_eq!(text, [expected.clone()]);
+        assert_eq!(text, std::slice::from_ref(&expected));
         assert_eq!(snapshot(&**store), Vec::<Entry>::new());
     }
     // A shared base store's export still comes back: a tenant prefix (at

@@ -16,7 +16,11 @@ fn read(file: &str) -> String {
 fn major_minor() -> String {
     let version = env!("CARGO_PKG_VERSION");
     let mut parts = version.split('.');
-    format!("{}.{}", parts.next().unwrap_or(""), parts.next().unwrap_or(""))
+    format!(
+        "{}.{}",
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or("")
+    )
 }
 
 #[test]
@@ -38,13 +42,19 @@ fn the_changelog_has_the_crates_version_unreleased_and_the_last_release_dated() 
     let changelog = read("CHANGELOG.md");
     let headings: Vec<&str> = changelog.lines().filter(|l| l.starts_with("## ")).collect();
     let version = env!("CARGO_PKG_VERSION");
-    assert_eq!(headings.first().copied(), Some(format!("## Unreleased ({version})").as_str()));
+    assert_eq!(
+        headings.first().copied(),
+        Some(format!("## Unreleased ({version})").as_str())
+    );
     // Every other heading is a release: `## X.Y.Z` with a date after 0.1.0.
     for heading in &headings[1..] {
         let rest = heading.trim_start_matches("## ");
         let number = rest.split_whitespace().next().unwrap_or("");
         assert_eq!(number.split('.').count(), 3, "{heading:?}");
-        assert!(number.split('.').all(|n| n.parse::<u32>().is_ok()), "{heading:?}");
+        assert!(
+            number.split('.').all(|n| n.parse::<u32>().is_ok()),
+            "{heading:?}"
+        );
         assert!(!rest.contains("Unreleased"), "{heading:?}");
     }
     assert!(
@@ -79,7 +89,10 @@ fn the_crate_example_uses_the_response_helpers_as_the_readme_does() {
         example.contains("tool.reply(") || example.contains("tool.run_tool_uses("),
         "{example}"
     );
-    assert!(!example.contains(".filter("), "filters blocks by hand: {example}");
+    assert!(
+        !example.contains(".filter("),
+        "filters blocks by hand: {example}"
+    );
 }
 
 #[test]
