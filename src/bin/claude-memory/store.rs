@@ -144,7 +144,14 @@ fn open_sqlite(path: &std::path::Path, access: Access) -> Result<Box<dyn MemoryS
             "no SQLite store at {shown}: the file does not exist (mistyped? `serve` or `import` create one)"
         )));
     }
-    let store = claude_memory::SqliteStore::open(path).map_err(|e| {
+    // Reading commands open read-only: another program's database (or a
+    // store) is left exactly as it was, WAL and tables included.
+    let opened = if access == Access::Read {
+        claude_memory::SqliteStore::open_read_only(path)
+    } else {
+        claude_memory::SqliteStore::open(path)
+    };
+    let store = opened.map_err(|e| {
         Failure::Failed(format!(
             "cannot open the SQLite store {shown}: {}",
             with_causes(&e)

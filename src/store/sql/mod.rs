@@ -21,6 +21,8 @@ mod postgres;
 mod schema;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_open;
 #[cfg(feature = "postgres")]
 mod tls;
 
@@ -30,6 +32,8 @@ use std::sync::Arc;
 pub use postgres::{PostgresBuilder, PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteError, SqliteStore};
+#[cfg(feature = "sqlite")]
+pub(crate) use sqlite_open::create_private;
 
 use super::StoreError;
 use crate::path::MemoryPath;

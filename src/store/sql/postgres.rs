@@ -108,6 +108,10 @@ pub enum PostgresError {
     /// The database was set up by a newer version of this crate.
     #[error("{}", schema::newer(i64::from(*.0)))]
     NewerSchema(i32),
+    /// The schema table holds something this crate never wrote (several
+    /// rows, or a value that is no version): not a store to trust.
+    #[error("the database is not a claude-memory store this crate can read: {0}")]
+    InvalidSchema(String),
 }
 
 impl DriverError for PostgresError {}
@@ -500,11 +504,15 @@ impl Db {
             pg.simple(&format!(
                 "BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {SCHEMA}"
             ))?;
-            if let Some(v) = schema::check_version(&mut pg)? {
+            match schema::check_version(&mut pg)? {
                 // Leave a newer schema alone; refuse to use it.
-                return Err(PostgresError::NewerSchema(
-                    i32::try_from(v).unwrap_or(i32::MAX),
-                ));
+                schema::Found::Newer(v) => {
+                    return Err(PostgresError::NewerSchema(
+                        i32::try_from(v).unwrap_or(i32::MAX),
+                    ));
+                }
+                schema::Found::Invalid(why) => return Err(PostgresError::InvalidSchema(why)),
+                schema::Found::Current | schema::Found::Missing => {}
             }
             pg.simple("COMMIT")
         })();
