@@ -51,6 +51,13 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub history: bool,
 
+    /// One tenant's memories in a shared store: its rows of a SQL store
+    /// (`for_tenant`), or its directory below a directory store
+    /// (`TenantStore`), for every subcommand. Lowercase ASCII letters,
+    /// digits, `_`, `-` and `.`, 1 to 64 bytes
+    #[arg(long, global = true, value_name = "ID")]
+    pub tenant: Option<String>,
+
     #[command(subcommand)]
     pub command: Command,
 }

@@ -64,18 +64,27 @@ fn run(cli: Cli) -> Outcome {
     // open it read-only; only serve and import may create it.
     // A store that keeps a history records every change, with the flag or
     // not; `--history` starts one.
-    let with_history = cli.history || history::exists(&spec);
+    let tenant = store::tenant(cli.tenant.as_deref())?;
+    let tenant = tenant.as_ref();
+    let with_history = cli.history || history::exists(&spec, tenant);
     let open = |access: Access| -> Result<Tool, Failure> {
-        let mut store = store::open(&spec, access)?;
+        let mut store = store::open(&spec, tenant, access)?;
         if with_history && access != Access::Read {
-            store = Box::new(history::open(&spec, store, access, true)?);
+            store = Box::new(history::open(&spec, tenant, store, access, true)?);
         }
         Ok(MemoryTool::with_config(store, config.clone()))
     };
     // The history commands never start a history: on a store without one
     // they say so (a restore would otherwise take every file for new).
-    let open_history =
-        |access: Access| history::open(&spec, store::open(&spec, access)?, access, false);
+    let open_history = |access: Access| {
+        history::open(
+            &spec,
+            tenant,
+            store::open(&spec, tenant, access)?,
+            access,
+            false,
+        )
+    };
     match cli.command {
         Command::Serve => {
             let tool = open(Access::Create)?;
