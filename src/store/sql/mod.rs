@@ -18,6 +18,7 @@
 mod ops;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod remote;
 mod schema;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -253,8 +254,9 @@ impl Fail {
         }
     }
 
-    /// The store error for an operation on `path`.
-    fn into_store(self, path: &MemoryPath) -> StoreError {
+    /// The store error for an operation on `path`; `writing` for a
+    /// mutation, whose outcome a lost answer leaves unknown (SPEC §4).
+    fn into_store(self, path: &MemoryPath, writing: bool) -> StoreError {
         match self {
             Fail::Store(e) => e,
             #[cfg(feature = "postgres")]
@@ -262,10 +264,7 @@ impl Fail {
                 path: path.clone(),
                 reason,
             },
-            Fail::Sql(source) => StoreError::Backend {
-                path: path.clone(),
-                source,
-            },
+            Fail::Sql(source) => remote::store_error(source, path, writing),
         }
     }
 }
