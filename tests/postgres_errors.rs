@@ -8,7 +8,9 @@ fn url() -> Option<String> {
     match std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL") {
         Ok(url) => Some(url),
         Err(_) if std::env::var_os("CLAUDE_MEMORY_REQUIRE_POSTGRES").is_some() => {
-            panic!("CLAUDE_MEMORY_REQUIRE_POSTGRES is set but CLAUDE_MEMORY_TEST_POSTGRES_URL is not")
+            panic!(
+                "CLAUDE_MEMORY_REQUIRE_POSTGRES is set but CLAUDE_MEMORY_TEST_POSTGRES_URL is not"
+            )
         }
         Err(_) => {
             println!("skipped: set CLAUDE_MEMORY_TEST_POSTGRES_URL (see .ci/postgres.sh) to run");
@@ -25,7 +27,10 @@ fn a_connect_error_says_its_cause() {
     let missing = format!("{server}/claude_memory_no_such_db");
     let e = PostgresStore::connect(&missing, 1).expect_err("no such database");
     let text = e.to_string();
-    assert!(text.starts_with("could not connect to PostgreSQL: "), "{text}");
+    assert!(
+        text.starts_with("could not connect to PostgreSQL: "),
+        "{text}"
+    );
     assert!(
         text.contains("database \"claude_memory_no_such_db\" does not exist"),
         "{text}"
@@ -33,6 +38,12 @@ fn a_connect_error_says_its_cause() {
     // A refused connection: a port nothing listens on.
     let e = PostgresStore::connect("postgres://postgres@127.0.0.1:9/x?connect_timeout=2", 1)
         .expect_err("nothing listens");
-    assert!(e.to_string().starts_with("could not connect to PostgreSQL"), "{e}");
-    assert!(e.to_string().len() > "could not connect to PostgreSQL".len() + 2, "{e}");
+    assert!(
+        e.to_string().starts_with("could not connect to PostgreSQL"),
+        "{e}"
+    );
+    assert!(
+        e.to_string().len() > "could not connect to PostgreSQL".len() + 2,
+        "{e}"
+    );
 }
