@@ -53,12 +53,14 @@
 //!
 //! # Where things live
 //!
-//! [`path`] validates paths; `tool/` holds the handler, one file per
-//! command; every model-facing string is in `render.rs`; [`store`] holds
-//! the trait, the tree walk and each backend (`store/fs/unix`,
-//! `store/fs/windows`, `store/sql`); [`history`], [`backup`], [`expiry`],
-//! [`policy`] and [`audit`] are operations on top; the `conformance` cases
-//! are in `src/conformance/`, one file per subject.
+//! [`MemoryTool`] is the handler (the six commands, their checks and every
+//! answer the model reads); [`path`] validates paths and [`tenant`] tenant
+//! ids; [`store`] holds the [`MemoryStore`] trait, the tree walk
+//! ([`store::walk()`]) and the stores; [`api`] the Messages API glue and
+//! typed blocks, [`bridge`] the JSON-lines bridge; [`history`],
+//! [`backup`], [`expiry`], [`policy`] and [`audit`] are operations on top;
+//! the `conformance` module (feature `conformance`) holds the suite your
+//! own store must pass.
 //!
 //! # One step of a tool-use loop
 //!
@@ -69,29 +71,29 @@
 //! let tool = MemoryTool::new(InMemoryStore::new());
 //!
 //! // Send `claude_memory::tool_definition()` in the request's `tools`.
-//! // A response's content may then hold blocks like these:
-//! let content = json!([
-//!     {"type": "text", "text": "Let me check my memory first."},
-//!     {"type": "tool_use", "id": "toolu_01", "name": "memory",
-//!      "input": {"command": "create", "path": "/memories/notes.md",
-//!                "file_text": "Acme Corp prefers email follow-ups.\n"}},
-//! ]);
+//! // A response may then hold blocks like these:
+//! let response = json!({
+//!     "role": "assistant", "stop_reason": "tool_use",
+//!     "content": [
+//!         {"type": "text", "text": "Let me check my memory first."},
+//!         {"type": "tool_use", "id": "toolu_01", "name": "memory",
+//!          "input": {"command": "create", "path": "/memories/notes.md",
+//!                    "file_text": "Acme Corp prefers email follow-ups.\n"}},
+//!     ],
+//! });
 //!
-//! // Answer every memory call with a tool_result block, in order.
-//! let results: Vec<_> = content
-//!     .as_array()
-//!     .into_iter()
-//!     .flatten()
-//!     .filter(|b| b["type"] == "tool_use" && b["name"] == "memory")
-//!     .map(|b| tool.dispatch(b).to_json())
-//!     .collect();
-//!
+//! // Every memory call answered with a tool_result block, in order, as
+//! // the next user message (`tool.run_tool_uses(&response)` gives the
+//! // blocks alone, when other tools' results join them).
+//! let reply = tool.reply(&response);
 //! assert_eq!(
-//!     results[0],
-//!     json!({"type": "tool_result", "tool_use_id": "toolu_01",
-//!            "content": "File created successfully at: /memories/notes.md"})
+//!     reply,
+//!     json!({"role": "user", "content": [
+//!         {"type": "tool_result", "tool_use_id": "toolu_01",
+//!          "content": "File created successfully at: /memories/notes.md"}]})
 //! );
-//! // Next request: append {"role": "user", "content": results}.
+//! // Next request: append the response's content as the assistant
+//! // message, then `reply`.
 //! ```
 #![warn(missing_docs)]
 // On docs.rs, label each feature-gated item with its feature.

@@ -15,6 +15,13 @@ pub const ROOT: &str = "/memories";
 /// Longest accepted path, in bytes.
 pub const MAX_PATH_BYTES: usize = 1024;
 
+/// Longest path a store may hold, in bytes: [`MAX_PATH_BYTES`] plus a
+/// tenant prefix (`/` and an id of at most 64 bytes, the limit in
+/// `tenant.rs`) in a shared base store. [`MemoryPath::from_stored`]
+/// refuses anything longer, so no import can make a path no command can
+/// name (SPEC §7).
+pub const MAX_STORED_PATH_BYTES: usize = MAX_PATH_BYTES + 1 + 64;
+
 /// Longest accepted path component, in bytes.
 pub const MAX_COMPONENT_BYTES: usize = 255;
 
@@ -22,9 +29,10 @@ pub const MAX_COMPONENT_BYTES: usize = 255;
 /// backend; no model-supplied component may start with it.
 pub const RESERVED_PREFIX: &str = ".claude-memory";
 
-/// Why a path string was rejected. The `Display` text is the short reason
-/// shown to the model after `is not a valid memory path: ` (written in
-/// `render.rs`, with every other model-facing string).
+/// Why a path string was rejected: a value, so this leaf module formats
+/// no text. Its `Display` (implemented in `render.rs`, with every other
+/// model-facing string) is the short reason shown to the model after
+/// `is not a valid memory path: `.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PathError {
@@ -53,12 +61,6 @@ pub enum PathError {
     Encoded(Box<PathError>),
     /// The percent-decoded form holds a `/` the raw path did not.
     EncodedSlash,
-}
-
-impl std::fmt::Display for PathError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&crate::render::path_reason(self))
-    }
 }
 
 impl std::error::Error for PathError {}
@@ -270,9 +272,13 @@ impl MemoryPath {
     }
 
     /// A path from components a store or a backup already holds (each a
-    /// valid component; the total length is not checked, see
-    /// [`join`](Self::join)); `None` if a component is not valid.
+    /// valid component, the whole at most [`MAX_STORED_PATH_BYTES`]: a
+    /// tenant's 1,024 bytes under a shared base store's tenant prefix);
+    /// `None` if a component is not valid or the path is longer.
     pub fn from_stored(normalized: &str) -> Option<MemoryPath> {
+        if normalized.len() > MAX_STORED_PATH_BYTES {
+            return None;
+        }
         let rest = normalized.strip_prefix(ROOT)?;
         let mut path = MemoryPath::root();
         if rest.is_empty() {

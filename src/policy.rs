@@ -4,6 +4,8 @@ use std::ops::Range;
 
 use crate::path::MemoryPath;
 
+mod shapes;
+
 /// What a [`ContentPolicy`] decides about content about to be written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -85,10 +87,14 @@ pub struct SecretMatch {
 /// An opt-in detector for secrets that should never reach a memory file,
 /// in its content or in its name (the path of a `create`, the destination
 /// of a `rename`; a secret in a name is always refused, never redacted):
-/// private key blocks, AWS, Anthropic, OpenAI, GitHub, Slack, Google and
-/// Stripe keys, and payment card numbers (13 to 19 digits passing the Luhn
-/// check). Patterns are matched by hand, conservatively: a key must have
-/// its full shape and stand on its own (not inside a longer word).
+/// private key blocks and key bodies without their `BEGIN` line, AWS
+/// access key ids and secret access keys (under `aws_secret_access_key` or
+/// beside their key id), Anthropic, OpenAI (`sk-proj-`, `sk-svcacct-`,
+/// `sk-admin-`, older `sk-`), GitHub, Slack, Google and Stripe keys, and
+/// payment card numbers (13 to 19 digits passing the Luhn check). Patterns
+/// are matched by hand, conservatively: a key must have its full shape and
+/// stand on its own (not inside a longer word; a `-suffix` or `_suffix`
+/// after it does not hide it).
 ///
 /// ```
 /// use claude_memory::policy::SecretDetector;
@@ -125,9 +131,11 @@ impl SecretDetector {
     pub fn find(&self, text: &str) -> Vec<SecretMatch> {
         let mut found = Vec::new();
         private_keys(text, &mut found);
+        shapes::key_bodies(text, &mut found);
         for (prefix, kind, body, min, max) in TOKENS {
             tokens(text, prefix, kind, *body, *min, *max, &mut found);
         }
+        shapes::aws_secret_keys(text, &mut found);
         cards(text, &mut found);
         found.sort_by_key(|m| (m.range.start, std::cmp::Reverse(m.range.end)));
         let mut merged: Vec<SecretMatch> = Vec::new();
@@ -213,6 +221,8 @@ const TOKENS: &[(&str, &str, Body, usize, usize)] = &[
     ("ASIA", "AWS access key id", Body::UpperAlnum, 16, 16),
     ("sk-ant-", "Anthropic API key", Body::Url, 20, 256),
     ("sk-proj-", "OpenAI API key", Body::Url, 20, 256),
+    ("sk-svcacct-", "OpenAI API key", Body::Url, 20, 256),
+    ("sk-admin-", "OpenAI API key", Body::Url, 20, 256),
     ("sk-", "OpenAI API key", Body::Alnum, 32, 256),
     ("ghp_", "GitHub token", Body::Alnum, 36, 36),
     ("gho_", "GitHub token", Body::Alnum, 36, 36),
@@ -254,7 +264,10 @@ fn tokens(
             .take_while(|&&b| body.allows(b))
             .count();
         let end = body_start + len;
-        let boundary = bytes.get(end).is_none_or(|&b| !word_byte(b) && b != b'-');
+        // The key ends where its characters do: `AKIA…-old` or `ghp_…_x`
+        // holds the whole key, while a letter or digit after it makes a
+        // longer word.
+        let boundary = bytes.get(end).is_none_or(|&b| !b.is_ascii_alphanumeric());
         if (min..=max).contains(&len) && boundary {
             found.push(SecretMatch {
                 kind,
@@ -285,8 +298,10 @@ fn private_keys(text: &str, found: &mut Vec<SecretMatch>) {
     }
 }
 
-/// Runs of 13 to 19 digits (single spaces or dashes between groups
-/// allowed) that pass the Luhn check.
+/// Runs of 13 to 19 digits (single spaces, dashes or dots between groups
+/// allowed) that pass the Luhn check. With dots, the groups must be those
+/// printed on cards (fours, the last one shorter, or Amex's 4-6-5), so a
+/// decimal number such as 3.14159265358979 is not taken for one.
 fn cards(text: &str, found: &mut Vec<SecretMatch>) {
     let bytes = text.as_bytes();
     let mut i = 0;
@@ -299,18 +314,25 @@ fn cards(text: &str, found: &mut Vec<SecretMatch>) {
         }
         let start = i;
         let mut digits = Vec::new();
+        let mut groups = vec![0usize];
+        let mut dots = false;
         let mut end = i;
         let mut j = i;
         while j < bytes.len() {
             let b = bytes[j];
             if b.is_ascii_digit() {
                 digits.push(b - b'0');
+                if let Some(g) = groups.last_mut() {
+                    *g += 1;
+                }
                 j += 1;
                 end = j;
-            } else if (b == b' ' || b == b'-')
+            } else if matches!(b, b' ' | b'-' | b'.')
                 && bytes.get(j + 1).is_some_and(u8::is_ascii_digit)
                 && j > start
             {
+                dots |= b == b'.';
+                groups.push(0);
                 j += 1;
             } else {
                 break;
@@ -319,8 +341,12 @@ fn cards(text: &str, found: &mut Vec<SecretMatch>) {
                 break;
             }
         }
-        let after_ok = bytes.get(end).is_none_or(|&b| !word_byte(b));
-        if (13..=19).contains(&digits.len()) && after_ok && luhn(&digits) {
+        let after_ok = bytes.get(end).is_none_or(|&b| !word_byte(b))
+            // A dot right after the digits may end a sentence, but not
+            // continue a dotted number.
+            && !(dots && bytes.get(end) == Some(&b'.') && bytes.get(end + 1).is_some_and(u8::is_ascii_digit));
+        let grouped = !dots || card_groups(&groups);
+        if (13..=19).contains(&digits.len()) && after_ok && grouped && luhn(&digits) {
             found.push(SecretMatch {
                 kind: "payment card number",
                 range: start..end,
@@ -328,6 +354,16 @@ fn cards(text: &str, found: &mut Vec<SecretMatch>) {
         }
         i = end.max(i + 1);
     }
+}
+
+/// Whether digit groups are laid out as on a card: fours with a shorter
+/// (or equal) last group, or 4-6-5.
+fn card_groups(groups: &[usize]) -> bool {
+    let Some((last, rest)) = groups.split_last() else {
+        return false;
+    };
+    groups == [4, 6, 5]
+        || (!rest.is_empty() && rest.iter().all(|&g| g == 4) && (1..=4).contains(last))
 }
 
 fn luhn(digits: &[u8]) -> bool {

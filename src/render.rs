@@ -42,6 +42,14 @@ pub(crate) fn invalid_path(path: &str, error: &PathError) -> String {
     )
 }
 
+/// `PathError`'s text lives here, not in the leaf module `path.rs`, which
+/// keeps the reason a value and imports nothing above it.
+impl std::fmt::Display for PathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&path_reason(self))
+    }
+}
+
 /// The short reason a path was refused (SPEC §2); also `PathError`'s
 /// `Display`.
 pub(crate) fn path_reason(error: &PathError) -> String {

@@ -10,8 +10,11 @@ use std::path::{Path, PathBuf};
 pub const MAX_TENANT_ID_BYTES: usize = 64;
 
 /// A tenant id checked as strictly as a path: 1 to 64 lowercase ASCII letters,
-/// digits, `_`, `-` or `.`, not starting with `.`. It is safe as a
-/// directory name and as a path component.
+/// digits, `_`, `-` or `.`, not starting or ending with `.`, and not a
+/// name Windows reserves for a device (`con`, `prn`, `aux`, `nul`,
+/// `com1`–`com9`, `lpt1`–`lpt9`, with or without an extension). It is safe
+/// as a directory name and as a path component, and names the same
+/// directory on every platform.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TenantId(String);
 
@@ -36,7 +39,21 @@ pub enum TenantError {
     /// Starts with `.` (hidden names, `.`, `..`).
     #[error("the tenant id must not start with '.'")]
     LeadingDot,
+    /// Ends with `.`: Windows drops trailing dots, so `alice.` would open
+    /// tenant `alice`'s directory.
+    #[error("the tenant id must not end with '.'")]
+    TrailingDot,
+    /// A name Windows reserves for a device (`con`, `nul`, `com1`, …), with
+    /// or without an extension: its directory cannot be opened there.
+    #[error("the tenant id is a name Windows reserves for a device")]
+    WindowsDeviceName,
 }
+
+/// Names Windows reserves for devices, whatever follows a first `.`.
+const WINDOWS_DEVICES: [&str; 22] = [
+    "con", "prn", "aux", "nul", "com1", "com2", "com3", "com4", "com5", "com6", "com7", "com8",
+    "com9", "lpt1", "lpt2", "lpt3", "lpt4", "lpt5", "lpt6", "lpt7", "lpt8", "lpt9",
+];
 
 impl TenantId {
     /// Validates a tenant id.
@@ -58,6 +75,14 @@ impl TenantId {
         }
         if id.starts_with('.') {
             return Err(TenantError::LeadingDot);
+        }
+        // Trailing spaces are refused above: a space is no id character.
+        if id.ends_with('.') {
+            return Err(TenantError::TrailingDot);
+        }
+        let stem = id.split('.').next().unwrap_or(id);
+        if WINDOWS_DEVICES.contains(&stem) {
+            return Err(TenantError::WindowsDeviceName);
         }
         Ok(TenantId(id.to_owned()))
     }

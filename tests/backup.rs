@@ -509,3 +509,135 @@ fn entries_no_path_can_spell_are_reported_not_dropped() {
         ["/memories/a\u{200b}b/", "/memories/cafe\u{301}.md"]
     );
 }
+
+/// A path of `len` bytes made of valid components.
+fn long_path(len: usize) -> String {
+    let mut path = String::from("/memories");
+    while path.len() < len {
+        let room = len - path.len() - 1;
+        path.push('/');
+        path.push_str(&"a".repeat(room.clamp(1, 200)));
+    }
+    assert_eq!(path.len(), len);
+    path
+}
+
+/// Issue 18: a backup with a 10,264-byte memory path was imported into a
+/// directory store and a SQLite store (`MemoryPath::from_stored` checked no
+/// length), making a path no command can name. SPEC §7: the limits hold for
+/// every stored entry, whoever wrote it.
+#[test]
+fn an_import_of_a_path_no_command_can_name_is_refused_with_its_reason() {
+    let huge = long_path(10_264);
+    assert!(MemoryPath::from_stored(&huge).is_none());
+    let b = backup(json!([
+        {"path": "/memories/ok.md", "text": "fine"},
+        {"path": huge, "text": "x"},
+    ]));
+    let expected =
+        format!("entry 1: {huge} is not a valid memory path: it is longer than 1024 bytes");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fs = FilesystemStore::open(dir.path()).expect("open");
+    #[allow(unused_mut)]
+    let mut stores: Vec<Box<dyn MemoryStore>> = vec![Box::new(fs), Box::new(InMemoryStore::new())];
+    #[cfg(feature = "sqlite")]
+    let db = tempfile::tempdir().expect("tempdir");
+    #[cfg(feature = "sqlite")]
+    stores.push(Box::new(
+        claude_memory::SqliteStore::open(db.path().join("m.db")).expect("sqlite"),
+    ));
+    for store in &stores {
+        let problems = refused(
+            b.restore(&**store, &ImportOptions::new())
+                .expect_err("refused"),
+        );
+        let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(text, std::slice::from_ref(&expected));
+        assert_eq!(snapshot(&**store), Vec::<Entry>::new());
+    }
+    // A shared base store's export still comes back: a tenant prefix (at
+    // most 64 bytes and a '/') on top of a tenant's 1,024 bytes.
+    let tenant_path = format!(
+        "/memories/{}{}",
+        "t".repeat(64),
+        &long_path(1024)["/memories".len()..]
+    );
+    assert_eq!(tenant_path.len(), 1024 + 65);
+    assert!(MemoryPath::from_stored(&tenant_path).is_some());
+    assert!(MemoryPath::from_stored(&format!("{tenant_path}b")).is_none());
+}
+
+/// An in-memory store that reports the modification time `when(name)`
+/// for each file, as a filesystem holding such times would.
+struct TimedStore {
+    inner: InMemoryStore,
+    when: fn(&str) -> Option<SystemTime>,
+}
+
+impl MemoryStore for TimedStore {
+    fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+        Ok(self.inner.stat(path)?.map(|mut m| {
+            m.modified = path.name().and_then(self.when);
+            m
+        }))
+    }
+    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+        self.inner.read(path, limit)
+    }
+    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        self.inner.write(path, data, mode)
+    }
+    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+        let mut entries = self.inner.list(dir)?;
+        for e in &mut entries {
+            e.modified = (self.when)(&e.name);
+        }
+        Ok(entries)
+    }
+    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+        self.inner.delete(path)
+    }
+    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        self.inner.rename(from, to)
+    }
+}
+
+/// Issue 18: a file whose modification time is after year 9999 made
+/// `Backup::of_store` panic (RFC 3339 formatting; `claude-memory export`
+/// exited 101). No store state may panic: such a time (and one before
+/// 1970) is left out of the entry, which keeps its content.
+#[test]
+fn export_of_a_time_rfc_3339_cannot_spell_does_not_panic() {
+    let store = TimedStore {
+        inner: InMemoryStore::new(),
+        when: |name| match name {
+            // 10000-01-02T00:00:00Z
+            "future.md" => Some(SystemTime::UNIX_EPOCH + Duration::from_secs(253_402_387_200)),
+            "past.md" => Some(SystemTime::UNIX_EPOCH - Duration::from_secs(86_400)),
+            // 9999-12-31T23:59:59Z, the last second RFC 3339 can spell.
+            "last.md" => Some(SystemTime::UNIX_EPOCH + Duration::from_secs(253_402_300_799)),
+            _ => None,
+        },
+    };
+    for name in ["future.md", "past.md", "last.md"] {
+        write(&store, &format!("/memories/{name}"), name.as_bytes());
+    }
+    let backup = Backup::of_store(&store).expect("export");
+    let by_path = |p: &str| {
+        backup
+            .files
+            .iter()
+            .find(|e| e.path == p)
+            .unwrap_or_else(|| panic!("{p} not exported"))
+    };
+    assert_eq!(by_path("/memories/future.md").modified, None);
+    assert_eq!(by_path("/memories/past.md").modified, None);
+    assert_eq!(
+        by_path("/memories/last.md").modified.as_deref(),
+        Some("9999-12-31T23:59:59.000Z")
+    );
+    assert_eq!(
+        by_path("/memories/future.md").content(),
+        Ok(claude_memory::backup::Content::File(b"future.md".to_vec()))
+    );
+}

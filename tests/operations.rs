@@ -45,6 +45,57 @@ fn tenant_ids_are_validated_strictly() {
     }
 }
 
+/// Issue 18: under Wine, `alice.` opened through `dir_in` read and deleted
+/// tenant `alice`'s file (Win32 drops trailing dots), and `con`, `nul`,
+/// `aux`, `com1` and `lpt1` were valid ids whose directories Windows cannot
+/// open. Refused on every platform, so an id names the same directory
+/// everywhere.
+#[test]
+fn tenant_ids_windows_aliases_or_reserves_are_refused_everywhere() {
+    for id in ["alice.", "alice..", "a.b.", "bob.."] {
+        assert_eq!(TenantId::parse(id), Err(TenantError::TrailingDot), "{id:?}");
+    }
+    // Trailing spaces: a space is no id character at all.
+    for id in ["alice ", "alice. ", "alice ."] {
+        assert!(TenantId::parse(id).is_err(), "{id:?}");
+    }
+    let mut devices = vec!["con", "prn", "aux", "nul"];
+    let numbered: Vec<String> = (1..=9)
+        .flat_map(|n| [format!("com{n}"), format!("lpt{n}")])
+        .collect();
+    devices.extend(numbered.iter().map(String::as_str));
+    for device in devices {
+        for id in [
+            device.to_owned(),
+            device.to_uppercase(),
+            format!("{device}.txt"),
+            format!("{device}.tar.gz"),
+            format!("{}.md", device.to_uppercase()),
+        ] {
+            let refused = TenantId::parse(&id);
+            // Upper case is refused as upper case before the name is looked at.
+            assert!(
+                matches!(
+                    refused,
+                    Err(TenantError::WindowsDeviceName | TenantError::Uppercase)
+                ),
+                "{id:?}: {refused:?}"
+            );
+            assert_eq!(
+                TenantId::parse(&id.to_lowercase()),
+                Err(TenantError::WindowsDeviceName),
+                "{id:?}"
+            );
+        }
+    }
+    // Names that only begin like a device are ordinary ids.
+    for ok in [
+        "console", "com10", "lpt0x", "nul_team", "aux-1", "prn2", "con-x.md", "alice.b",
+    ] {
+        assert!(TenantId::parse(ok).is_ok(), "{ok}");
+    }
+}
+
 #[test]
 fn one_tenant_never_sees_or_touches_another() {
     let base = Arc::new(InMemoryStore::new());

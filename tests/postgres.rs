@@ -210,9 +210,21 @@ fn a_held_tenant_lock_ends_in_a_clear_timeout() {
     let waited = start.elapsed();
     holder.join().expect("holder");
     assert!(waited < Duration::from_secs(2), "waited {waited:?}");
-    let StoreError::Backend { source, .. } = &err else {
+    // SPEC §4: the server cancelled the wait, nothing was done.
+    let StoreError::Unreachable {
+        source: Some(source),
+        cause,
+        ..
+    } = &err
+    else {
         panic!("{err:?}")
     };
+    assert_eq!(
+        *cause,
+        claude_memory::store::RemoteCause::TimedOut {
+            after: Duration::from_millis(300)
+        }
+    );
     let pg = source
         .downcast_ref::<PostgresError>()
         .expect("a PostgresError");
@@ -236,7 +248,12 @@ fn connecting_to_nothing_is_a_clear_bounded_error() {
         .connect()
         .expect_err("nothing listens on port 1");
     assert!(start.elapsed() < Duration::from_secs(10));
-    assert_eq!(err.to_string(), "could not connect to PostgreSQL");
+    // The cause is in the message itself (issue 18), not only a source.
+    assert!(
+        err.to_string()
+            .starts_with("could not connect to PostgreSQL: "),
+        "{err}"
+    );
     assert!(err.source().is_some(), "the driver's error is the source");
 }
 

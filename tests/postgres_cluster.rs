@@ -375,9 +375,23 @@ fn a_server_restart_and_outage_end_in_recovery_or_a_clear_error() {
         "{:?}",
         start.elapsed()
     );
-    let claude_memory::StoreError::Backend { source, .. } = &err else {
+    // SPEC §4's unreachable answer, the driver's error as its source.
+    let claude_memory::StoreError::Unreachable {
+        source: Some(source),
+        cause,
+        ..
+    } = &err
+    else {
         panic!("{err:?}")
     };
+    assert!(
+        matches!(
+            cause,
+            claude_memory::store::RemoteCause::ConnectionRefused
+                | claude_memory::store::RemoteCause::TimedOut { .. }
+        ),
+        "{cause:?}"
+    );
     let pg = source
         .downcast_ref::<PostgresError>()
         .expect("PostgresError");
@@ -389,6 +403,16 @@ fn a_server_restart_and_outage_end_in_recovery_or_a_clear_error() {
         "{pg:?}"
     );
     assert!(pg.source().is_some());
+    // What the model reads while the database is down.
+    let tool = claude_memory::MemoryTool::new(store.clone());
+    let view = tool.dispatch(&serde_json::json!({"command": "view", "path": "/memories"}));
+    assert!(view.is_error);
+    let text = view.text().unwrap_or_default();
+    assert!(
+        text.starts_with("Error: Could not reach the memory store (")
+            && text.ends_with(") for /memories"),
+        "{text}"
+    );
 
     // Back up: the next call succeeds.
     cluster.pg_ctl("start");

@@ -95,7 +95,7 @@ impl Entry {
             text,
             base64,
             directory: false,
-            modified: modified.map(|m| humantime::format_rfc3339_millis(m).to_string()),
+            modified: modified.and_then(rfc3339),
         }
     }
 
@@ -131,6 +131,18 @@ impl Entry {
                     .map_err(|e| format!("its modified time `{m}` is not RFC 3339 UTC: {e}"))
             })
             .transpose()
+    }
+}
+
+/// `t` in RFC 3339 UTC, or `None` for a time it cannot spell (before 1970
+/// or after 9999, as a filesystem may hold): the formatter panics on those,
+/// and no store state may make an export panic.
+fn rfc3339(t: SystemTime) -> Option<String> {
+    /// 10000-01-01T00:00:00Z, in seconds since the epoch.
+    const YEAR_10000: u64 = 253_402_300_800;
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) if d.as_secs() < YEAR_10000 => Some(humantime::format_rfc3339_millis(t).to_string()),
+        _ => None,
     }
 }
 

@@ -105,6 +105,7 @@ macro_rules! __conformance_for_each_case {
             hostile_paths_are_rejected_and_touch_nothing,
             store_write_modes,
             store_rename_and_delete,
+            store_rename_refuses_paths_past_the_limit,
             store_list_and_stat,
             concurrent_edits_are_never_lost,
             oversized_files_are_viewed_but_never_read_whole_for_edits,

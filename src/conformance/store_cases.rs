@@ -111,6 +111,48 @@ pub fn store_rename_and_delete(store: &dyn MemoryStore) {
     ));
 }
 
+/// `rename` refuses a move that would put an entry below the source at a
+/// path longer than the destination's [`limit`](MemoryPath::limit)
+/// (1,024 bytes: SPEC §2, every entry a store holds has a path the model
+/// can name) with [`StoreError::PathTooLong`], and moves nothing; a move
+/// that stays within it succeeds, up to exactly the limit.
+pub fn store_rename_refuses_paths_past_the_limit(store: &dyn MemoryStore) {
+    // /memories/d + four 200-byte directories + a 208-byte name: 1,024 bytes.
+    let dirs = ["a", "b", "c", "e"].map(|c| c.repeat(200)).join("/");
+    let name = format!("{}.md", "x".repeat(205));
+    let deep = format!("/memories/d/{dirs}/{name}");
+    assert_eq!(deep.len(), crate::path::MAX_PATH_BYTES);
+    put(store, &deep, b"deep");
+    // One byte deeper: refused, nothing moved.
+    match store_err(store.rename(&path("/memories/d"), &path("/memories/dd"))) {
+        StoreError::PathTooLong { limit, .. } => assert_eq!(limit, crate::path::MAX_PATH_BYTES),
+        other => panic!("expected PathTooLong, got {other:?}"),
+    }
+    assert_eq!(bytes(store, &deep), b"deep");
+    assert!(!exists(store, "/memories/dd"));
+    // Into a deeper directory: refused too.
+    put(store, "/memories/n/keep", b"k");
+    assert!(matches!(
+        store_err(store.rename(&path("/memories/d"), &path("/memories/n/d"))),
+        StoreError::PathTooLong { .. }
+    ));
+    assert_eq!(bytes(store, &deep), b"deep");
+    assert!(!exists(store, "/memories/n/d"));
+    // The same length: exactly the limit, allowed.
+    assert!(
+        store
+            .rename(&path("/memories/d"), &path("/memories/f"))
+            .is_ok()
+    );
+    assert_eq!(bytes(store, &format!("/memories/f/{dirs}/{name}")), b"deep");
+    // A file moved deeper is checked by its own path, already parsed.
+    assert!(
+        store
+            .rename(&path("/memories/n/keep"), &path("/memories/n/m/keep"))
+            .is_ok()
+    );
+}
+
 /// `list` shows direct children with hidden names; `stat` reports kinds,
 /// sizes and `None` below a file; `total_size` counts every file.
 pub fn store_list_and_stat(store: &dyn MemoryStore) {

@@ -110,6 +110,9 @@ CREATE TABLE IF NOT EXISTS claude_memory_history (
         /// runs, and the version is written then (use
         /// [`for_store`](Self::for_store) for the store's database).
         pub fn open(path: impl AsRef<std::path::Path>, scope: &str) -> Result<Self, HistoryError> {
+            // Private (0600) as the store it records: it holds every version.
+            crate::store::sql::create_private(path.as_ref())
+                .map_err(|e| HistoryError::Log(format!("cannot create the history file: {e}")))?;
             let conn = Connection::open(path).map_err(db_error)?;
             conn.pragma_update(None, "journal_mode", "WAL")
                 .map_err(db_error)?;

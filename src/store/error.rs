@@ -239,12 +239,14 @@ impl StoreError {
     }
 
     /// Refuses moving a tree whose longest path below its top, `below`
-    /// bytes after the top's own path, would not fit under `to`'s limit.
-    pub(crate) fn check_depth(
-        from: &MemoryPath,
-        to: &MemoryPath,
-        below: usize,
-    ) -> Result<(), Self> {
+    /// bytes after the top's own path, would not fit under `to`'s limit
+    /// ([`MemoryPath::limit`]), with [`StoreError::PathTooLong`].
+    ///
+    /// Public so a store of one's own makes in its `rename` the check the
+    /// built-in stores make, under its own lock: the handler checks before
+    /// it calls `rename`, but only the store can check atomically with the
+    /// move (another writer may deepen the tree in between).
+    pub fn check_depth(from: &MemoryPath, to: &MemoryPath, below: usize) -> Result<(), Self> {
         if to.normalized_len().saturating_add(below) > to.limit() {
             return Err(StoreError::PathTooLong {
                 path: from.clone(),

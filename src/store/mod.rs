@@ -267,7 +267,11 @@ pub trait MemoryStore: Send + Sync {
     /// Moves a file or directory. Checks, in order: source missing
     /// ([`StoreError::NotFound`]), destination exists
     /// ([`StoreError::AlreadyExists`]), a destination parent is a file
-    /// ([`StoreError::ParentNotDirectory`]).
+    /// ([`StoreError::ParentNotDirectory`]), an entry below the source
+    /// would get a path longer than `to`'s [`limit`](MemoryPath::limit)
+    /// ([`StoreError::PathTooLong`]: check it with
+    /// [`StoreError::check_depth`] under the same lock as the move).
+    /// Nothing moves when a check fails.
     fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()>;
 
     /// Read-modify-write of one file that never loses a concurrent update:

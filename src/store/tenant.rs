@@ -7,6 +7,13 @@ use super::{
 use crate::path::MemoryPath;
 use crate::tenant::TenantId;
 
+// The two leaf modules keep their limits apart; a base store's paths hold a
+// tenant's 1,024 bytes under `/<id>`, which `from_stored` must accept.
+const _: () = assert!(
+    crate::path::MAX_STORED_PATH_BYTES
+        == crate::path::MAX_PATH_BYTES + 1 + crate::tenant::MAX_TENANT_ID_BYTES
+);
+
 /// One tenant's store inside a shared base store: the tenant's
 /// `/memories/x` is the base's `/memories/<tenant>/x`. Paths are validated
 /// before they get here and hold no `..`, so a tenant can never name

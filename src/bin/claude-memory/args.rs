@@ -64,6 +64,13 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     pub passphrase_file: Option<PathBuf>,
 
+    /// One tenant's memories in a shared store: its rows of a SQL store
+    /// (`for_tenant`), or its directory below a directory store
+    /// (`TenantStore`), for every subcommand. Lowercase ASCII letters,
+    /// digits, `_`, `-` and `.`, 1 to 64 bytes
+    #[arg(long, global = true, value_name = "ID")]
+    pub tenant: Option<String>,
+
     #[command(subcommand)]
     pub command: Command,
 }

@@ -3,9 +3,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use claude_memory::MemoryStore;
 use claude_memory::history::{HistoryLog, HistoryStore, Query, Retention, Revision};
 use claude_memory::path::MemoryPath;
+use claude_memory::{MemoryStore, TenantId};
 
 use crate::output::{Failure, Outcome, count, failed, out};
 use crate::store::{Access, StoreSpec};
@@ -16,10 +16,14 @@ pub type History = HistoryStore<Box<dyn MemoryStore>>;
 
 /// Where the history of a directory or SQLite store is kept, if the CLI
 /// can tell without connecting (`None` for PostgreSQL).
-fn history_file(spec: &StoreSpec) -> Option<std::path::PathBuf> {
+/// With `--tenant`, a directory store's tenant keeps its journal in its
+/// own directory; a SQL store's tenant, in the same log under its scope.
+fn history_file(spec: &StoreSpec, tenant: Option<&TenantId>) -> Option<std::path::PathBuf> {
     match spec {
         StoreSpec::Dir(dir) => Some(
-            dir.join(claude_memory::history::HISTORY_DIR)
+            tenant
+                .map_or_else(|| dir.clone(), |t| t.dir_in(dir))
+                .join(claude_memory::history::HISTORY_DIR)
                 .join("journal.jsonl"),
         ),
         StoreSpec::Sqlite(path) => {
@@ -34,54 +38,62 @@ fn history_file(spec: &StoreSpec) -> Option<std::path::PathBuf> {
 /// Whether the store already keeps a history: then every command that
 /// changes it records its changes too, `--history` or not, so a change
 /// made without the flag is never missing from `history`.
-pub fn exists(spec: &StoreSpec) -> bool {
-    history_file(spec).is_some_and(|f| f.is_file())
+pub fn exists(spec: &StoreSpec, tenant: Option<&TenantId>) -> bool {
+    history_file(spec, tenant).is_some_and(|f| f.is_file())
 }
 
 /// The history log of the store `spec` names. `start` says whether a
 /// store without one may get one now (`--history`); the history
 /// commands only work on a history that exists.
-fn log(spec: &StoreSpec, start: bool) -> Result<Box<dyn HistoryLog>, Failure> {
-    if !start && history_file(spec).is_some_and(|f| !f.is_file()) {
+fn log(
+    spec: &StoreSpec,
+    tenant: Option<&TenantId>,
+    start: bool,
+) -> Result<Box<dyn HistoryLog>, Failure> {
+    if !start && history_file(spec, tenant).is_some_and(|f| !f.is_file()) {
         return Err(Failure::Failed(
             "no history for this store: it is kept only once the store is used with --history (serve, import or prune)".into(),
         ));
     }
+    let scope = tenant.map_or("", TenantId::as_str);
     match spec {
-        StoreSpec::Dir(dir) => Ok(Box::new(
-            claude_memory::history::FileLog::for_store(dir).map_err(failed)?,
-        )),
+        StoreSpec::Dir(dir) => {
+            let root = tenant.map_or_else(|| dir.clone(), |t| t.dir_in(dir));
+            Ok(Box::new(
+                claude_memory::history::FileLog::for_store(root).map_err(failed)?,
+            ))
+        }
         StoreSpec::Sqlite(path) => {
             // A database file of its own beside the store's: cheaper per
             // write than the store's own database (see SqliteLog).
-            let file = history_file(spec).unwrap_or_else(|| path.clone());
-            sqlite_log(&file)
+            let file = history_file(spec, tenant).unwrap_or_else(|| path.clone());
+            sqlite_log(&file, scope)
         }
-        StoreSpec::Postgres(url) => postgres_log(url),
+        StoreSpec::Postgres(url) => postgres_log(url, scope),
     }
 }
 
 #[cfg(feature = "sqlite")]
-fn sqlite_log(path: &std::path::Path) -> Result<Box<dyn HistoryLog>, Failure> {
+fn sqlite_log(path: &std::path::Path, scope: &str) -> Result<Box<dyn HistoryLog>, Failure> {
     Ok(Box::new(
-        claude_memory::history::SqliteLog::open(path, "").map_err(failed)?,
+        claude_memory::history::SqliteLog::open(path, scope).map_err(failed)?,
     ))
 }
 
 #[cfg(not(feature = "sqlite"))]
-fn sqlite_log(_: &std::path::Path) -> Result<Box<dyn HistoryLog>, Failure> {
+fn sqlite_log(_: &std::path::Path, _: &str) -> Result<Box<dyn HistoryLog>, Failure> {
     Err(Failure::Usage("built without the sqlite feature".into()))
 }
 
 #[cfg(feature = "postgres")]
-fn postgres_log(url: &str) -> Result<Box<dyn HistoryLog>, Failure> {
+fn postgres_log(url: &str, scope: &str) -> Result<Box<dyn HistoryLog>, Failure> {
     Ok(Box::new(
-        claude_memory::history::PostgresLog::connect(url, "").map_err(failed)?,
+        claude_memory::history::PostgresLog::connect(url, scope).map_err(failed)?,
     ))
 }
 
 #[cfg(not(feature = "postgres"))]
-fn postgres_log(_: &str) -> Result<Box<dyn HistoryLog>, Failure> {
+fn postgres_log(_: &str, _: &str) -> Result<Box<dyn HistoryLog>, Failure> {
     Err(Failure::Usage("built without the postgres feature".into()))
 }
 
@@ -89,12 +101,13 @@ fn postgres_log(_: &str) -> Result<Box<dyn HistoryLog>, Failure> {
 /// and prune, and every changing history command).
 pub fn open(
     spec: &StoreSpec,
+    tenant: Option<&TenantId>,
     store: Box<dyn MemoryStore>,
     access: Access,
     start: bool,
     sealer: Option<&claude_memory::store::crypt::LogSealer>,
 ) -> Result<History, Failure> {
-    let log = crate::crypt::seal_log(log(spec, start)?, sealer);
+    let log = crate::crypt::seal_log(log(spec, tenant, start)?, sealer);
     if access == Access::Read {
         return HistoryStore::inspect(store, log).map_err(failed);
     }

@@ -68,29 +68,38 @@ fn run(cli: Cli) -> Outcome {
     // open it read-only; only serve and import may create it.
     // A store that keeps a history records every change, with the flag or
     // not; `--history` starts one.
-    let with_history = cli.history || history::exists(&spec);
+    let tenant = store::tenant(cli.tenant.as_deref())?;
+    let tenant = tenant.as_ref();
+    let with_history = cli.history || history::exists(&spec, tenant);
     let ring = crypt::ring(&cli.key_file, cli.passphrase_file.as_deref())?;
     let open = |access: Access| -> Result<Tool, Failure> {
-        let (mut store, sealer) = crypt::wrap(store::open(&spec, access)?, ring.as_ref())?;
+        let (mut store, sealer) = crypt::wrap(store::open(&spec, tenant, access)?, ring.as_ref())?;
         if with_history && access != Access::Read {
-            store = Box::new(history::open(&spec, store, access, true, sealer.as_ref())?);
+            store = Box::new(history::open(
+                &spec,
+                tenant,
+                store,
+                access,
+                true,
+                sealer.as_ref(),
+            )?);
         }
         Ok(MemoryTool::with_config(store, config.clone()))
     };
     // The history commands never start a history: on a store without one
     // they say so (a restore would otherwise take every file for new).
     let open_history = |access: Access| {
-        let (store, sealer) = crypt::wrap(store::open(&spec, access)?, ring.as_ref())?;
-        history::open(&spec, store, access, false, sealer.as_ref())
+        let (store, sealer) = crypt::wrap(store::open(&spec, tenant, access)?, ring.as_ref())?;
+        history::open(&spec, tenant, store, access, false, sealer.as_ref())
     };
     match cli.command {
         Command::Keygen { .. } => Ok(()),
-        Command::Rekey => crypt::rekey(store::open(&spec, Access::Change)?, ring.as_ref()),
+        Command::Rekey => crypt::rekey(store::open(&spec, tenant, Access::Change)?, ring.as_ref()),
         Command::Export {
             output,
             plaintext: false,
         } if ring.is_some() => {
-            let raw = crypt::raw(store::open(&spec, Access::Read)?, ring.as_ref())?;
+            let raw = crypt::raw(store::open(&spec, tenant, Access::Read)?, ring.as_ref())?;
             backup::export(
                 &MemoryTool::with_config(raw, config.clone()),
                 output.as_deref(),

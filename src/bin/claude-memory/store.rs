@@ -4,7 +4,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use claude_memory::{FilesystemStore, MemoryStore};
+use claude_memory::{FilesystemStore, MemoryStore, TenantId, TenantStore};
 
 use crate::output::Failure;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -104,8 +104,32 @@ pub enum Access {
     Create,
 }
 
-/// Opens the store.
-pub fn open(spec: &StoreSpec, access: Access) -> Result<Box<dyn MemoryStore>, Failure> {
+/// `--tenant`'s value, checked as `TenantId::parse` checks it.
+pub fn tenant(id: Option<&str>) -> Result<Option<TenantId>, Failure> {
+    id.map(|id| TenantId::parse(id).map_err(|e| Failure::Usage(format!("--tenant {id:?}: {e}"))))
+        .transpose()
+}
+
+/// Opens the store, seen as `tenant`'s when one is given: a SQL store's
+/// `for_tenant`, a directory store's `TenantStore` (the shared base's
+/// `/memories/<tenant>/`).
+pub fn open(
+    spec: &StoreSpec,
+    tenant: Option<&TenantId>,
+    access: Access,
+) -> Result<Box<dyn MemoryStore>, Failure> {
+    let store = open_base(spec, tenant, access)?;
+    Ok(match (spec, tenant) {
+        (StoreSpec::Dir(_), Some(tenant)) => Box::new(TenantStore::new(store, tenant.clone())),
+        _ => store,
+    })
+}
+
+fn open_base(
+    spec: &StoreSpec,
+    tenant: Option<&TenantId>,
+    access: Access,
+) -> Result<Box<dyn MemoryStore>, Failure> {
     match spec {
         StoreSpec::Dir(dir) => {
             let store = FilesystemStore::builder(dir)
@@ -126,13 +150,17 @@ pub fn open(spec: &StoreSpec, access: Access) -> Result<Box<dyn MemoryStore>, Fa
                 })?;
             Ok(Box::new(store))
         }
-        StoreSpec::Sqlite(path) => open_sqlite(path, access),
-        StoreSpec::Postgres(url) => open_postgres(url),
+        StoreSpec::Sqlite(path) => open_sqlite(path, tenant, access),
+        StoreSpec::Postgres(url) => open_postgres(url, tenant),
     }
 }
 
 #[cfg(feature = "sqlite")]
-fn open_sqlite(path: &std::path::Path, access: Access) -> Result<Box<dyn MemoryStore>, Failure> {
+fn open_sqlite(
+    path: &std::path::Path,
+    tenant: Option<&TenantId>,
+    access: Access,
+) -> Result<Box<dyn MemoryStore>, Failure> {
     let shown = path.display();
     if path.is_dir() {
         return Err(Failure::Failed(format!(
@@ -144,35 +172,52 @@ fn open_sqlite(path: &std::path::Path, access: Access) -> Result<Box<dyn MemoryS
             "no SQLite store at {shown}: the file does not exist (mistyped? `serve` or `import` create one)"
         )));
     }
-    let store = claude_memory::SqliteStore::open(path).map_err(|e| {
+    // Reading commands open read-only: another program's database (or a
+    // store) is left exactly as it was, WAL and tables included.
+    let opened = if access == Access::Read {
+        claude_memory::SqliteStore::open_read_only(path)
+    } else {
+        claude_memory::SqliteStore::open(path)
+    };
+    let store = opened.map_err(|e| {
         Failure::Failed(format!(
             "cannot open the SQLite store {shown}: {}",
             with_causes(&e)
         ))
     })?;
-    Ok(Box::new(store))
+    Ok(match tenant {
+        Some(tenant) => Box::new(store.for_tenant(tenant)),
+        None => Box::new(store),
+    })
 }
 
 #[cfg(not(feature = "sqlite"))]
-fn open_sqlite(_: &std::path::Path, _: Access) -> Result<Box<dyn MemoryStore>, Failure> {
+fn open_sqlite(
+    _: &std::path::Path,
+    _: Option<&TenantId>,
+    _: Access,
+) -> Result<Box<dyn MemoryStore>, Failure> {
     Err(Failure::Usage(
         "this claude-memory was built without the sqlite feature (rebuild with --features cli,sqlite)".into(),
     ))
 }
 
 #[cfg(feature = "postgres")]
-fn open_postgres(url: &str) -> Result<Box<dyn MemoryStore>, Failure> {
+fn open_postgres(url: &str, tenant: Option<&TenantId>) -> Result<Box<dyn MemoryStore>, Failure> {
     let store = claude_memory::PostgresStore::connect(url, 2).map_err(|e| {
         Failure::Failed(format!(
             "cannot connect to the PostgreSQL store: {}",
             with_causes(&e)
         ))
     })?;
-    Ok(Box::new(store))
+    Ok(match tenant {
+        Some(tenant) => Box::new(store.for_tenant(tenant)),
+        None => Box::new(store),
+    })
 }
 
 #[cfg(not(feature = "postgres"))]
-fn open_postgres(_: &str) -> Result<Box<dyn MemoryStore>, Failure> {
+fn open_postgres(_: &str, _: Option<&TenantId>) -> Result<Box<dyn MemoryStore>, Failure> {
     Err(Failure::Usage(
         "this claude-memory was built without the postgres feature (rebuild with --features cli,postgres)".into(),
     ))

@@ -18,10 +18,13 @@
 mod ops;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod remote;
 mod run;
 mod schema;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_open;
 #[cfg(feature = "postgres")]
 mod tls;
 
@@ -31,6 +34,8 @@ use std::sync::Arc;
 pub use postgres::{PostgresBuilder, PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteError, SqliteStore};
+#[cfg(feature = "sqlite")]
+pub(crate) use sqlite_open::create_private;
 
 use super::StoreError;
 use crate::path::MemoryPath;
@@ -250,8 +255,9 @@ impl Fail {
         }
     }
 
-    /// The store error for an operation on `path`.
-    fn into_store(self, path: &MemoryPath) -> StoreError {
+    /// The store error for an operation on `path`; `writing` for a
+    /// mutation, whose outcome a lost answer leaves unknown (SPEC §4).
+    fn into_store(self, path: &MemoryPath, writing: bool) -> StoreError {
         match self {
             Fail::Store(e) => e,
             #[cfg(feature = "postgres")]
@@ -259,10 +265,7 @@ impl Fail {
                 path: path.clone(),
                 reason,
             },
-            Fail::Sql(source) => StoreError::Backend {
-                path: path.clone(),
-                source,
-            },
+            Fail::Sql(source) => remote::store_error(source, path, writing),
         }
     }
 }

@@ -18,7 +18,7 @@ fn reading<B: Backend, T>(
     mut f: impl FnMut(&mut Entries<'_, B::Conn<'_>>) -> Result<T, Fail>,
 ) -> StoreResult<T> {
     s.db.with(|c| f(&mut Entries::new(c, &s.tenant)))
-        .map_err(|e| e.into_store(path))
+        .map_err(|e| e.into_store(path, false))
 }
 
 /// Runs `f` on this tenant's entries in one locked transaction, committed
@@ -33,7 +33,7 @@ fn mutating<B: Backend, T>(
         tx.commit()?;
         Ok(out)
     })
-    .map_err(|e| e.into_store(path))
+    .map_err(|e| e.into_store(path, true))
 }
 
 pub(crate) fn stat<B: Backend>(

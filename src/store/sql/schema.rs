@@ -8,25 +8,57 @@ use super::Dialect;
 /// The schema version this crate writes and reads.
 pub(crate) const SCHEMA_VERSION: i64 = 1;
 
-/// Records [`SCHEMA_VERSION`] in a database that has none yet. Returns the
-/// version found if it is newer than this crate's: such a database is left
-/// alone and must be refused.
-pub(crate) fn check_version<D: Dialect>(db: &mut D) -> Result<Option<i64>, D::Error> {
-    let found = db.fetch_opt(
-        "SELECT CAST(version AS BIGINT) FROM claude_memory_schema",
+/// What `claude_memory_schema` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// Exactly one row, [`SCHEMA_VERSION`].
+    Current,
+    /// No row yet.
+    Missing,
+    /// Exactly one row, a newer version: leave the database alone.
+    Newer(i64),
+    /// Anything else (several rows, a value that is no version this crate
+    /// ever wrote): not a store this crate can trust.
+    Invalid(String),
+}
+
+/// Reads `claude_memory_schema`: exactly one row holding exactly one known
+/// version is a store; rows 1 and 99, or `'abc'`, are not.
+pub(crate) fn read_version<D: Dialect>(db: &mut D) -> Result<Found, D::Error> {
+    let rows = db.fetch_all(
+        "SELECT CAST(version AS TEXT) FROM claude_memory_schema",
         &[],
-        |r| r.int(0),
+        |r| r.text(0),
     )?;
-    match found {
-        None => {
+    Ok(match rows.as_slice() {
+        [] => Found::Missing,
+        [one] => match one.parse::<i64>() {
+            Ok(SCHEMA_VERSION) => Found::Current,
+            Ok(v) if v > SCHEMA_VERSION => Found::Newer(v),
+            _ => Found::Invalid(format!(
+                "claude_memory_schema holds {one:?}, which is no schema version this crate wrote"
+            )),
+        },
+        more => Found::Invalid(format!(
+            "claude_memory_schema holds {} rows; a store has exactly one",
+            more.len()
+        )),
+    })
+}
+
+/// Records [`SCHEMA_VERSION`] in a database that has none yet, and
+/// returns what was found (for a writing open: [`Found::Missing`] becomes
+/// [`Found::Current`]).
+pub(crate) fn check_version<D: Dialect>(db: &mut D) -> Result<Found, D::Error> {
+    match read_version(db)? {
+        Found::Missing => {
             db.run(
                 &format!("INSERT INTO claude_memory_schema (version) VALUES ({SCHEMA_VERSION})"),
                 &[],
             )?;
-            Ok(None)
+            Ok(Found::Current)
         }
-        Some(v) if v > SCHEMA_VERSION => Ok(Some(v)),
-        Some(_) => Ok(None),
+        found => Ok(found),
     }
 }
 

@@ -15,8 +15,9 @@ use std::time::Duration;
 use parking_lot::ReentrantMutex;
 
 use rusqlite::types::ToSqlOutput;
-use rusqlite::{Connection, ToSql, Transaction, TransactionBehavior, params_from_iter};
+use rusqlite::{Connection, OpenFlags, ToSql, Transaction, TransactionBehavior, params_from_iter};
 
+use super::sqlite_open::{self, create_private};
 use super::{
     Backend, Columns, Commit, Dialect, DriverError, Fail, Param, SqlStore, columns, schema,
 };
@@ -52,6 +53,16 @@ pub enum SqliteError {
     /// The database was set up by a newer version of this crate.
     #[error("{}", schema::newer(*.0))]
     NewerSchema(i64),
+    /// The file is a database, but not a store: it has no
+    /// `claude_memory_schema` table (a reading open), or holds another
+    /// program's tables (a writing open makes the schema only in an empty
+    /// database). Nothing was written to it.
+    #[error("the database is not a claude-memory store (it has no claude_memory_schema table)")]
+    NotAStore,
+    /// The schema table holds something this crate never wrote (several
+    /// rows, or a value that is no version): not a store to trust.
+    #[error("the database is not a claude-memory store this crate can read: {0}")]
+    InvalidSchema(String),
 }
 
 impl From<rusqlite::Error> for SqliteError {
@@ -75,13 +86,42 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 impl SqliteStore {
-    /// Opens (creating if needed) the database at `path`, in WAL mode with
-    /// full fsync, and creates or checks the schema.
+    /// Opens (creating if needed, 0600) the database at `path`, in WAL mode
+    /// with full fsync, and creates or checks the schema. The schema is
+    /// created only in an empty database: a file holding another program's
+    /// tables is refused ([`SqliteError::NotAStore`]) and left as it was.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, SqliteError> {
+        let path = path.as_ref();
+        create_private(path).map_err(|e| SqliteError::Open(Box::new(e)))?;
         let conn = Connection::open(path)?;
+        conn.busy_timeout(Duration::from_secs(30))?;
+        if !sqlite_open::has_schema(&conn)? && !sqlite_open::foreign_objects(&conn)?.is_empty() {
+            return Err(SqliteError::NotAStore);
+        }
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         Self::init(conn)
+    }
+
+    /// Opens an existing store at `path` for reading only, for commands
+    /// that only read (view, stats, export): nothing is created, and the
+    /// file, its schema and its journal mode are left exactly as they are.
+    /// A database that is not a store is refused
+    /// ([`SqliteError::NotAStore`]); writes through the store fail.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, SqliteError> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags)?;
+        conn.busy_timeout(Duration::from_secs(30))?;
+        if !sqlite_open::has_schema(&conn)? {
+            return Err(SqliteError::NotAStore);
+        }
+        match schema::read_version(&mut Lite(&conn))? {
+            schema::Found::Current => {}
+            schema::Found::Newer(v) => return Err(SqliteError::NewerSchema(v)),
+            schema::Found::Missing => return Err(SqliteError::NotAStore),
+            schema::Found::Invalid(why) => return Err(SqliteError::InvalidSchema(why)),
+        }
+        Ok(SqliteStore(SqlStore::new(ReentrantMutex::new(conn))))
     }
 
     /// A private database in memory.
@@ -91,9 +131,20 @@ impl SqliteStore {
 
     fn init(conn: Connection) -> Result<Self, SqliteError> {
         conn.busy_timeout(Duration::from_secs(30))?;
+        // Checked before the schema is made or completed: a newer or
+        // untrusted schema is left alone.
+        if sqlite_open::has_schema(&conn)? {
+            match schema::read_version(&mut Lite(&conn))? {
+                schema::Found::Newer(v) => return Err(SqliteError::NewerSchema(v)),
+                schema::Found::Invalid(why) => return Err(SqliteError::InvalidSchema(why)),
+                schema::Found::Current | schema::Found::Missing => {}
+            }
+        }
         conn.execute_batch(SCHEMA)?;
-        if let Some(v) = schema::check_version(&mut Lite(&conn))? {
-            return Err(SqliteError::NewerSchema(v));
+        match schema::check_version(&mut Lite(&conn))? {
+            schema::Found::Current | schema::Found::Missing => {}
+            schema::Found::Newer(v) => return Err(SqliteError::NewerSchema(v)),
+            schema::Found::Invalid(why) => return Err(SqliteError::InvalidSchema(why)),
         }
         Ok(SqliteStore(SqlStore::new(ReentrantMutex::new(conn))))
     }

@@ -68,7 +68,7 @@ pub enum PostgresError {
     Runtime(#[source] std::io::Error),
     /// No connection could be made (server down, refused, authentication,
     /// TLS handshake).
-    #[error("could not connect to PostgreSQL")]
+    #[error("could not connect to PostgreSQL: {}", super::remote::deepest(.0.as_ref()))]
     Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Connecting took longer than the connect timeout.
     #[error("could not connect to PostgreSQL within {0:?} (connect timeout)")]
@@ -96,14 +96,18 @@ pub enum PostgresError {
     NoAnswer(Duration),
     /// The connection was lost (the server restarted or ended the
     /// session); the next call connects again.
-    #[error("the connection to PostgreSQL was lost; the next call connects again")]
+    #[error("the connection to PostgreSQL was lost ({}); the next call connects again", super::remote::deepest(.0.as_ref()))]
     ConnectionLost(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The server refused a statement.
-    #[error("PostgreSQL refused a statement")]
+    #[error("PostgreSQL refused a statement: {}", super::remote::deepest(.0.as_ref()))]
     Database(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The database was set up by a newer version of this crate.
     #[error("{}", schema::newer(i64::from(*.0)))]
     NewerSchema(i32),
+    /// The schema table holds something this crate never wrote (several
+    /// rows, or a value that is no version): not a store to trust.
+    #[error("the database is not a claude-memory store this crate can read: {0}")]
+    InvalidSchema(String),
 }
 
 impl DriverError for PostgresError {}

@@ -227,11 +227,15 @@ impl Db {
             pg.simple(&format!(
                 "BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); {SCHEMA}"
             ))?;
-            if let Some(v) = schema::check_version(&mut pg)? {
+            match schema::check_version(&mut pg)? {
                 // Leave a newer schema alone; refuse to use it.
-                return Err(PostgresError::NewerSchema(
-                    i32::try_from(v).unwrap_or(i32::MAX),
-                ));
+                schema::Found::Newer(v) => {
+                    return Err(PostgresError::NewerSchema(
+                        i32::try_from(v).unwrap_or(i32::MAX),
+                    ));
+                }
+                schema::Found::Invalid(why) => return Err(PostgresError::InvalidSchema(why)),
+                schema::Found::Current | schema::Found::Missing => {}
             }
             pg.simple("COMMIT")
         })();

@@ -1,0 +1,47 @@
+//! Opening a SQLite file as a store: private files, and telling a store
+//! from another program's database before anything is written to it.
+
+use std::io;
+use std::path::Path;
+
+use rusqlite::Connection;
+
+/// Creates `path` as an empty file readable by its owner only (0600 on
+/// Unix, whatever the umask), unless something is already there: SQLite
+/// gives its `-wal` and `-shm` files the database file's mode, so the whole
+/// store is as private as the filesystem store and backups. An existing
+/// file keeps its mode (the operator chose it).
+pub(crate) fn create_private(path: &Path) -> io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The names of the database's tables, views, indexes and triggers that
+/// are not this crate's (`claude_memory_*`) nor SQLite's own (`sqlite_*`).
+pub(super) fn foreign_objects(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare(
+        "SELECT name FROM sqlite_master WHERE name NOT LIKE 'claude\\_memory\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+    )?;
+    let names = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    names.collect()
+}
+
+/// Whether the store's schema table is there.
+pub(super) fn has_schema(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'claude_memory_schema'",
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+}

@@ -1,0 +1,220 @@
+//! The command line at the edges issue 18 found: another program's SQLite
+//! file, `--tenant` on every store, read-only stores, unreadable
+//! subdirectories.
+#![cfg(feature = "cli")]
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_claude-memory-cli");
+
+fn run(cwd: &Path, args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("CLAUDE_MEMORY_DIR")
+        .env_remove("CLAUDE_MEMORY_STORE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run claude-memory");
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input.as_bytes()).expect("stdin");
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "{out:?}"
+    );
+    out
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Issue 18, edge 4: `view`, `stats` and `export` on another program's
+/// SQLite file added four `claude_memory_*` tables and switched it to WAL.
+#[test]
+fn reading_commands_refuse_another_programs_database_and_leave_it_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("theirs.db");
+    let conn = rusqlite::Connection::open(&db).expect("raw");
+    conn.execute_batch(
+        "CREATE TABLE invoices (id INTEGER PRIMARY KEY); INSERT INTO invoices VALUES (7);",
+    )
+    .expect("their table");
+    drop(conn);
+    let before = std::fs::read(&db).expect("bytes");
+    let store = format!("sqlite:{}", db.display());
+    for args in [
+        vec!["--store", &store, "view", "/memories"],
+        vec!["--store", &store, "stats"],
+        vec!["--store", &store, "export"],
+        vec!["--store", &store, "serve"],
+    ] {
+        let out = run(dir.path(), &args, "");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        assert!(
+            text(&out.stderr).contains("not a claude-memory store"),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(std::fs::read(&db).expect("bytes"), before, "{args:?}");
+    }
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["theirs.db"]);
+}
+
+/// Issue 18, edge 7: rows written through `for_tenant` were invisible to
+/// every subcommand. `--tenant ID` reaches them on every store: a
+/// directory store's shared base (`TenantStore`), SQLite and PostgreSQL.
+#[test]
+fn tenant_reaches_one_tenants_memories_on_every_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut stores = vec![
+        dir.path().join("base").display().to_string(),
+        format!("sqlite:{}", dir.path().join("m.db").display()),
+    ];
+    if let Ok(url) = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL") {
+        if cfg!(feature = "postgres") {
+            // A schema of its own per run is not needed: the tenant is fresh.
+            stores.push(url);
+        }
+    } else {
+        println!(
+            "skipped: the PostgreSQL part (set CLAUDE_MEMORY_TEST_POSTGRES_URL and build with --features cli,postgres)"
+        );
+    }
+    let tenant = format!("t{}", std::process::id());
+    for store in &stores {
+        let base = ["--store", store.as_str()];
+        let with = |args: &[&str]| -> Vec<String> {
+            let mut v: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+            v.extend(["--tenant".to_owned(), tenant.clone()]);
+            v.extend(args.iter().map(|s| s.to_string()));
+            v
+        };
+        let call = |args: Vec<String>, input: &str| {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            run(dir.path(), &args, input)
+        };
+        let served = call(
+            with(&["serve"]),
+            "{\"command\":\"create\",\"path\":\"/memories/a.md\",\"file_text\":\"alice's\\n\"}\n",
+        );
+        assert_eq!(served.status.code(), Some(0), "{store}: {served:?}");
+        assert!(
+            text(&served.stdout).contains("File created successfully"),
+            "{store}: {served:?}"
+        );
+        let view = call(with(&["view", "/memories/a.md"]), "");
+        assert_eq!(view.status.code(), Some(0), "{store}: {view:?}");
+        assert!(text(&view.stdout).contains("alice's"), "{store}: {view:?}");
+        // The base (or another tenant) does not see it at /memories/a.md.
+        let mut other: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+        other.extend([
+            "--tenant".into(),
+            format!("{tenant}-other"),
+            "view".into(),
+            "/memories/a.md".into(),
+        ]);
+        assert_eq!(call(other, "").status.code(), Some(1), "{store}");
+        let stats = call(with(&["stats"]), "");
+        assert_eq!(stats.status.code(), Some(0), "{store}: {stats:?}");
+        let export = call(with(&["export"]), "");
+        assert_eq!(export.status.code(), Some(0), "{store}: {export:?}");
+        let backup = text(&export.stdout);
+        assert!(backup.contains("\"/memories/a.md\""), "{store}: {backup}");
+        let file = dir.path().join("backup.json");
+        std::fs::write(&file, &backup).expect("backup file");
+        let second = format!("{tenant}-copy");
+        let mut import: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+        import.extend([
+            "--tenant".into(),
+            second.clone(),
+            "import".into(),
+            file.display().to_string(),
+        ]);
+        let imported = call(import, "");
+        assert_eq!(imported.status.code(), Some(0), "{store}: {imported:?}");
+        let mut view2: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+        view2.extend([
+            "--tenant".into(),
+            second,
+            "view".into(),
+            "/memories/a.md".into(),
+        ]);
+        assert!(text(&call(view2, "").stdout).contains("alice's"), "{store}");
+    }
+    // The shared base holds the tenant's directory.
+    assert!(dir.path().join("base").join(&tenant).join("a.md").is_file());
+    // A tenant id is checked.
+    let bad = run(
+        dir.path(),
+        &[
+            "--store",
+            &stores[0],
+            "--tenant",
+            "con",
+            "view",
+            "/memories",
+        ],
+        "",
+    );
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+    assert!(text(&bad.stderr).contains("--tenant"), "{bad:?}");
+}
+
+#[test]
+fn tenant_reaches_rows_written_through_for_tenant() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("m.db");
+    let store = claude_memory::SqliteStore::open(&db).expect("open");
+    let alice = store.for_tenant(&claude_memory::TenantId::parse("alice").expect("id"));
+    claude_memory::MemoryStore::write(
+        &alice,
+        &claude_memory::MemoryPath::parse("/memories/prefs.md").expect("path"),
+        b"tea\n",
+        claude_memory::store::WriteMode::Create,
+    )
+    .expect("write");
+    drop((alice, store));
+    let spec = format!("sqlite:{}", db.display());
+    let seen = run(
+        dir.path(),
+        &[
+            "--store",
+            &spec,
+            "--tenant",
+            "alice",
+            "view",
+            "/memories/prefs.md",
+        ],
+        "",
+    );
+    assert_eq!(seen.status.code(), Some(0), "{seen:?}");
+    assert!(text(&seen.stdout).contains("tea"), "{seen:?}");
+    // With --history, the tenant's changes are its own versions.
+    let served = run(
+        dir.path(),
+        &["--store", &spec, "--tenant", "alice", "--history", "serve"],
+        "{\"command\":\"str_replace\",\"path\":\"/memories/prefs.md\",\"old_str\":\"tea\",\"new_str\":\"coffee\"}\n",
+    );
+    assert_eq!(served.status.code(), Some(0), "{served:?}");
+    let history = run(
+        dir.path(),
+        &["--store", &spec, "--tenant", "alice", "history"],
+        "",
+    );
+    assert_eq!(history.status.code(), Some(0), "{history:?}");
+    assert!(
+        text(&history.stdout).contains("/memories/prefs.md"),
+        "{history:?}"
+    );
+}
