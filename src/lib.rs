@@ -109,6 +109,7 @@ mod base64;
 pub mod bridge;
 mod command;
 mod config;
+pub mod definition;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod expiry;
@@ -119,6 +120,7 @@ pub mod path;
 pub mod policy;
 mod render;
 mod result;
+pub mod runner;
 pub mod store;
 pub mod tenant;
 mod tool;
@@ -128,6 +130,7 @@ pub use api::{ToolResultBlock, ToolUseBlock, tool_definition, tool_definition_wi
 pub use async_tool::AsyncMemoryTool;
 pub use command::Command;
 pub use config::{Config, CreatePolicy};
+pub use definition::{AllowedCaller, MemoryToolDefinition};
 pub use path::{MemoryPath, PathError};
 pub use render::human_size;
 pub use result::{Content, ImageFormat, ToolResult};

@@ -307,6 +307,14 @@ pub(crate) fn hard_link(path: &str) -> String {
     )
 }
 
+/// A call to a tool the program does not run (an unregistered tool in the
+/// runner, any other tool in `MemoryTool::reply`). The name is the model's:
+/// cut to 64 characters, control characters dropped.
+pub(crate) fn tool_unavailable(name: &str) -> String {
+    let shown: String = name.chars().filter(|c| !c.is_control()).take(64).collect();
+    format!("Error: The tool {shown:?} is not available here. Do not call it again; go on without it.")
+}
+
 #[cfg(feature = "tokio")]
 pub(crate) fn internal_failure() -> String {
     "Error: The memory tool failed internally; nothing is known to have changed. Try again"
