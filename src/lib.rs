@@ -109,15 +109,16 @@ mod base64;
 pub mod bridge;
 mod command;
 mod config;
-pub mod definition;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+pub mod definition;
 pub mod expiry;
 pub mod history;
 mod lines;
 mod numbered;
 pub mod path;
 pub mod policy;
+pub mod profile;
 mod render;
 mod result;
 pub mod runner;

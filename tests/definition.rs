@@ -11,7 +11,10 @@ fn bytes(definition: &MemoryToolDefinition) -> String {
 #[test]
 fn the_bare_definition_is_type_and_name_only() {
     let bare = MemoryToolDefinition::new();
-    assert_eq!(bytes(&bare), r#"{"type":"memory_20250818","name":"memory"}"#);
+    assert_eq!(
+        bytes(&bare),
+        r#"{"type":"memory_20250818","name":"memory"}"#
+    );
     assert_eq!(bare.to_json(), tool_definition());
 }
 

@@ -28,7 +28,9 @@ impl Replay {
 
     fn send(&self, request: &Request) -> Result<Value, Infallible> {
         let body = serde_json::to_string(&request.body).expect("serialize");
-        self.sent.borrow_mut().push((body, request.anthropic_beta()));
+        self.sent
+            .borrow_mut()
+            .push((body, request.anthropic_beta()));
         Ok(self
             .responses
             .borrow_mut()
@@ -80,7 +82,8 @@ fn every_stop_reason_but_tool_use_pause_turn_and_compaction_stops_the_run() {
         (Value::Null, StopReason::Other(String::new())),
     ];
     for (stop_reason, expected) in cases {
-        let response = json!({"stop_reason": stop_reason, "content": [{"type": "text", "text": "ok"}]});
+        let response =
+            json!({"stop_reason": stop_reason, "content": [{"type": "text", "text": "ok"}]});
         let replay = Replay::new(vec![response.clone()]);
         let run = runner()
             .run(user(), |r| replay.send(r))
@@ -116,9 +119,13 @@ fn several_memory_calls_other_tools_and_an_unregistered_tool_in_one_turn() {
     let clock = json!({"name": "clock", "input_schema": {"type": "object"}});
     let fail = json!({"name": "fail", "input_schema": {"type": "object"}});
     let runner = runner()
-        .tool(clock, |input| Ok(format!("12:00 {}", input["tz"].as_str().unwrap_or("?"))))
+        .tool(clock, |input| {
+            Ok(format!("12:00 {}", input["tz"].as_str().unwrap_or("?")))
+        })
         .tool(fail, |_| Err("no luck".to_owned()));
-    let run = runner.run(user(), |r| replay.send(r)).expect("the run ends");
+    let run = runner
+        .run(user(), |r| replay.send(r))
+        .expect("the run ends");
     assert_eq!(run.stopped, Stopped::Model(StopReason::EndTurn));
     assert_eq!(run.iterations, 2);
     assert_eq!(run.messages.len(), 4);
@@ -192,7 +199,9 @@ fn a_pause_turn_is_resumed_by_sending_the_response_back_as_it_is() {
         json!({"model": "m", "max_tokens": 64,
                "tools": [{"type": "web_search_20250305", "name": "web_search"}]}),
     );
-    let run = runner.run(user(), |r| replay.send(r)).expect("the run ends");
+    let run = runner
+        .run(user(), |r| replay.send(r))
+        .expect("the run ends");
     assert_eq!(run.stopped, Stopped::Model(StopReason::EndTurn));
     let tools = r#"[{"name":"web_search","type":"web_search_20250305"},{"name":"memory","type":"memory_20250818"}]"#;
     let assistant = r#"{"content":[{"id":"srvtoolu_1","input":{"query":"q"},"name":"web_search","type":"server_tool_use"},{"text":"Searching","type":"text"}],"role":"assistant"}"#;
@@ -224,7 +233,9 @@ fn a_compaction_block_is_resumed_with_the_presets_and_their_betas() {
                 .trigger_input_tokens(100_000)
                 .pause_after_compaction(true),
         );
-    let run = runner.run(user(), |r| replay.send(r)).expect("the run ends");
+    let run = runner
+        .run(user(), |r| replay.send(r))
+        .expect("the run ends");
     assert_eq!(run.stopped, Stopped::Model(StopReason::EndTurn));
     let management = r#""context_management":{"edits":[{"exclude_tools":["memory"],"keep":{"type":"tool_uses","value":3},"trigger":{"type":"input_tokens","value":30000},"type":"clear_tool_uses_20250919"},{"pause_after_compaction":true,"trigger":{"type":"input_tokens","value":100000},"type":"compact_20260112"}]}"#;
     let with = |messages: &str| {
@@ -244,7 +255,9 @@ fn a_compaction_block_is_resumed_with_the_presets_and_their_betas() {
 #[test]
 fn a_failed_send_and_an_error_body_keep_the_messages() {
     let runner = runner();
-    let failed = runner.run(user(), |_| Err::<Value, _>(std::io::Error::other("offline")));
+    let failed = runner.run(user(), |_| {
+        Err::<Value, _>(std::io::Error::other("offline"))
+    });
     match failed {
         Err(RunError::Send { source, messages }) => {
             assert_eq!(source.to_string(), "offline");
@@ -252,7 +265,8 @@ fn a_failed_send_and_an_error_body_keep_the_messages() {
         }
         other => panic!("{other:?}"),
     }
-    let error_body = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
+    let error_body =
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
     let replay = Replay::new(vec![error_body.clone()]);
     match runner.run(user(), |r| replay.send(r)) {
         Err(RunError::NotAMessage { response, messages }) => {
@@ -266,7 +280,9 @@ fn a_failed_send_and_an_error_body_keep_the_messages() {
 #[test]
 fn tool_use_without_a_call_stops_instead_of_spinning() {
     let replay = Replay::new(vec![json!({"stop_reason": "tool_use", "content": []})]);
-    let run = runner().run(user(), |r| replay.send(r)).expect("the run ends");
+    let run = runner()
+        .run(user(), |r| replay.send(r))
+        .expect("the run ends");
     assert_eq!(run.stopped, Stopped::Model(StopReason::ToolUse));
     assert_eq!(run.iterations, 1);
 }
@@ -281,8 +297,13 @@ fn hostile_calls_from_the_model_are_error_results_not_panics() {
         {"type": "tool_use", "id": "b", "name": 7, "input": {}},
         {"type": "tool_use", "id": "c", "name": long, "input": {}},
     ]});
-    let replay = Replay::new(vec![first, json!({"stop_reason": "end_turn", "content": []})]);
-    let run = runner().run(user(), |r| replay.send(r)).expect("the run ends");
+    let replay = Replay::new(vec![
+        first,
+        json!({"stop_reason": "end_turn", "content": []}),
+    ]);
+    let run = runner()
+        .run(user(), |r| replay.send(r))
+        .expect("the run ends");
     let results = run.messages[2]["content"].as_array().expect("results");
     assert_eq!(results.len(), 3);
     assert!(results.iter().all(|r| r["is_error"] == true));

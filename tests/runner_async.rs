@@ -54,16 +54,19 @@ async fn run_async() -> Vec<String> {
     let mut responses = recorded().into_iter();
     let log = Arc::clone(&sent);
     let run = runner
-        .run(vec![json!({"role": "user", "content": "hi"})], move |r: Request| {
-            let body = serde_json::to_string(&r.body).expect("serialize");
-            assert_eq!(r.anthropic_beta().as_deref(), Some("compact-2026-01-12"));
-            log.lock().expect("lock").push(body);
-            let next = responses.next();
-            async move {
-                tokio::task::yield_now().await;
-                next.ok_or("more requests than recorded")
-            }
-        })
+        .run(
+            vec![json!({"role": "user", "content": "hi"})],
+            move |r: Request| {
+                let body = serde_json::to_string(&r.body).expect("serialize");
+                assert_eq!(r.anthropic_beta().as_deref(), Some("compact-2026-01-12"));
+                log.lock().expect("lock").push(body);
+                let next = responses.next();
+                async move {
+                    tokio::task::yield_now().await;
+                    next.ok_or("more requests than recorded")
+                }
+            },
+        )
         .await
         .expect("the run ends");
     assert_eq!(run.stopped, Stopped::Model(StopReason::EndTurn));
@@ -130,8 +133,6 @@ fn the_sync_runner_sends_the_same_bytes_on_a_plain_thread() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sync_runner_is_created_used_and_dropped_inside_a_runtime() {
     // Inside async code, on the blocking pool (its send blocks).
-    let bodies = tokio::task::spawn_blocking(run_sync)
-        .await
-        .expect("task");
+    let bodies = tokio::task::spawn_blocking(run_sync).await.expect("task");
     assert_eq!(bodies, expected());
 }

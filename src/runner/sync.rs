@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Next, Request, RunError, RunOutcome, Setup, Stopped, other_tool, tool_result};
 use super::{Compaction, ContextEditing};
+use super::{Next, Request, RunError, RunOutcome, Setup, Stopped, other_tool, tool_result};
 use crate::api::unavailable_tool_result;
 use crate::definition::MemoryToolDefinition;
 use crate::store::MemoryStore;
