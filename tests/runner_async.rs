@@ -136,3 +136,37 @@ async fn the_sync_runner_is_created_used_and_dropped_inside_a_runtime() {
     let bodies = tokio::task::spawn_blocking(run_sync).await.expect("task");
     assert_eq!(bodies, expected());
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_sync_runner_and_the_builders_are_created_used_and_dropped_on_a_current_thread_runtime()
+{
+    use claude_memory::runner::ContextEditing;
+    use claude_memory::{AllowedCaller, MemoryToolDefinition};
+    let definition = MemoryToolDefinition::new()
+        .defer_loading(true)
+        .allowed_callers([AllowedCaller::Direct]);
+    let edit = ContextEditing::new().keep_tool_uses(2);
+    let runner = Runner::new(
+        MemoryTool::new(InMemoryStore::new()),
+        json!({"model": "m", "max_tokens": 8}),
+    )
+    .definition(definition.clone())
+    .context_editing(edit.clone());
+    let request = runner.request(&[json!({"role": "user", "content": "hi"})]);
+    assert_eq!(
+        serde_json::to_string(&request.body).expect("serialize"),
+        r#"{"context_management":{"edits":[{"exclude_tools":["memory"],"keep":{"type":"tool_uses","value":2},"type":"clear_tool_uses_20250919"}]},"max_tokens":8,"messages":[{"content":"hi","role":"user"}],"model":"m","tools":[{"allowed_callers":["direct"],"defer_loading":true,"name":"memory","type":"memory_20250818"}]}"#
+    );
+    assert_eq!(
+        request.anthropic_beta().as_deref(),
+        Some("context-management-2025-06-27")
+    );
+    // A run whose send needs no I/O is fine on the runtime's thread.
+    let run = runner
+        .run(vec![json!({"role": "user", "content": "hi"})], |_| {
+            Ok::<_, std::io::Error>(json!({"stop_reason": "end_turn", "content": []}))
+        })
+        .expect("run");
+    assert_eq!(run.iterations, 1);
+    drop((runner, definition, edit, run));
+}
