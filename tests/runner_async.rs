@@ -76,8 +76,7 @@ async fn run_async() -> Vec<String> {
         RESULTS
     );
     drop(runner); // dropped on the runtime
-    let bodies = sent.lock().expect("lock").clone();
-    bodies
+    sent.lock().expect("lock").clone()
 }
 
 fn run_sync() -> Vec<String> {
