@@ -289,9 +289,9 @@ pub(crate) fn rename_too_many_segments(
     )
 }
 
-pub(crate) fn too_many_files(path: &str, files: u64, limit: u64) -> String {
+pub(crate) fn too_many_files(path: &str, limit: u64) -> String {
     format!(
-        "Error: Cannot create {path}: the memory store already holds {files} files, the limit is {limit}. Delete or merge memories first"
+        "Error: Cannot create {path}: the memory store is at its limit of {limit} files. Delete or merge memories first"
     )
 }
 

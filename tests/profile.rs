@@ -155,7 +155,7 @@ fn the_2001st_memory_is_refused_but_replacing_or_deleting_still_works() {
     assert!(is_error);
     assert_eq!(
         text,
-        "Error: Cannot create /memories/one-more.md: the memory store already holds 2000 files, the limit is 2000. Delete or merge memories first"
+        "Error: Cannot create /memories/one-more.md: the memory store is at its limit of 2000 files. Delete or merge memories first"
     );
     // An edit adds no file; a delete makes room.
     assert!(!call(&tool, json!({"command": "str_replace", "path": "/memories/d0/m0.md", "old_str": "x", "new_str": "y"})).0);
@@ -231,5 +231,42 @@ fn check_counts_the_files_of_a_store_filled_without_the_profile() {
         vec![Misfit::TooManyFiles {
             files: MAX_FILES + 1
         }]
+    );
+}
+
+#[test]
+fn the_file_count_sees_files_in_every_directory() {
+    let config = Config::default().with_max_files(3);
+    let tool = MemoryTool::with_config(InMemoryStore::new(), config);
+    for path in ["/memories/a/1.md", "/memories/b/c/2.md", "/memories/3.md"] {
+        assert!(
+            !call(
+                &tool,
+                json!({"command": "create", "path": path, "file_text": "x"})
+            )
+            .0
+        );
+    }
+    let (is_error, text) = call(
+        &tool,
+        json!({"command": "create", "path": "/memories/d/4.md", "file_text": "x"}),
+    );
+    assert!(is_error, "{text}");
+    // The refused create left no directory behind.
+    let (_, listing) = call(&tool, json!({"command": "view", "path": "/memories"}));
+    assert!(!listing.contains("/memories/d"), "{listing}");
+    assert!(
+        !call(
+            &tool,
+            json!({"command": "delete", "path": "/memories/b/c/2.md"})
+        )
+        .0
+    );
+    assert!(
+        !call(
+            &tool,
+            json!({"command": "create", "path": "/memories/d/4.md", "file_text": "x"})
+        )
+        .0
     );
 }

@@ -79,21 +79,27 @@ impl<S: MemoryStore> MemoryTool<S> {
             // Replaced (or refused as existing): no new file.
             return Ok(());
         }
+        // Counting stops going into directories once the limit is
+        // reached, so a huge store is not walked whole for every create.
         let mut files = 0u64;
         walk(
             &self.store,
             &MemoryPath::root(),
             Order::AsListed,
             &mut |step| {
-                if let Step::File { .. } = step {
-                    files += 1;
-                }
-                Ok(Flow::Continue)
+                Ok(match step {
+                    Step::File { .. } => {
+                        files += 1;
+                        Flow::Continue
+                    }
+                    Step::Enter { .. } if files >= limit => Flow::Skip,
+                    _ => Flow::Continue,
+                })
             },
         )
         .map_err(|e| render::storage_failure(&e, raw))?;
         if files >= limit {
-            return Err(render::too_many_files(raw, files, limit));
+            return Err(render::too_many_files(raw, limit));
         }
         Ok(())
     }
