@@ -169,3 +169,39 @@ async fn the_sync_runner_and_the_builders_are_created_used_and_dropped_on_a_curr
     assert_eq!(run.iterations, 1);
     drop((runner, definition, edit, run));
 }
+
+#[test]
+fn the_async_runner_is_created_used_and_dropped_on_a_plain_thread() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    std::thread::spawn(|| {
+        let tool = AsyncMemoryTool::new(MemoryTool::new(InMemoryStore::new()));
+        let runner = AsyncRunner::new(tool, json!({"model": "m", "max_tokens": 8}));
+        let mut responses = vec![
+            json!({"stop_reason": "tool_use", "content": [{"type": "tool_use", "id": "a",
+                   "name": "memory", "input": {"command": "view", "path": "/memories"}}]}),
+            json!({"stop_reason": "end_turn", "content": []}),
+        ]
+        .into_iter();
+        {
+            let run = runner.run(vec![json!({"role": "user", "content": "hi"})], |_| {
+                let next = responses.next();
+                async move { next.ok_or("more requests than recorded") }
+            });
+            let mut run = std::pin::pin!(run);
+            // No runtime: memory calls run inline, so the run is ready at once.
+            let mut cx = Context::from_waker(Waker::noop());
+            match run.as_mut().poll(&mut cx) {
+                Poll::Ready(outcome) => {
+                    let outcome = outcome.expect("run");
+                    assert_eq!(outcome.iterations, 2);
+                    assert_eq!(outcome.messages[2]["content"][0]["tool_use_id"], "a");
+                }
+                Poll::Pending => panic!("pending without a runtime"),
+            }
+        }
+        drop(runner);
+    })
+    .join()
+    .expect("thread");
+}
