@@ -63,6 +63,28 @@ pub fn other_tool_uses(response: &Value) -> impl Iterator<Item = &Value> {
         .filter(|b| is_tool_use(b) && !is_memory(b))
 }
 
+/// Every `tool_use` block in a response, memory or not, in order: each
+/// needs exactly one `tool_result` in the next `user` message.
+pub fn tool_uses(response: &Value) -> impl Iterator<Item = &Value> {
+    content_blocks(response).iter().filter(|b| is_tool_use(b))
+}
+
+/// Whether a `tool_use` block calls the memory tool.
+pub fn is_memory_call(block: &Value) -> bool {
+    is_tool_use(block) && is_memory(block)
+}
+
+/// The `tool_result` for a call nobody runs (a tool this program does not
+/// have): an error the model can read and act on, so the next request stays
+/// valid (the API refuses a `tool_use` without its `tool_result`) and the
+/// model learns the tool is not there instead of waiting for it.
+pub fn unavailable_tool_result(block: &Value) -> Value {
+    let name = block.get("name").and_then(Value::as_str).unwrap_or("");
+    let mut result = crate::ToolResult::error(crate::render::tool_unavailable(name));
+    result.tool_use_id = block.get("id").and_then(Value::as_str).map(str::to_owned);
+    result.to_json()
+}
+
 /// The `user` message that carries `tool_results` back to the API.
 pub fn tool_results_message(tool_results: Vec<Value>) -> Value {
     json!({"role": "user", "content": tool_results})

@@ -39,6 +39,12 @@ pub struct Config {
     pub max_image_size: u64,
     /// What `create` does with an existing file. Default [`CreatePolicy::Reject`].
     pub create_policy: CreatePolicy,
+    /// Most path segments below `/memories` a create or rename may make
+    /// (`/memories/a/b.md` has 2). Default: none (SPEC's byte limits only).
+    pub max_path_segments: Option<usize>,
+    /// Most files the store may hold; a create of a new file past it
+    /// fails. Default: none.
+    pub max_files: Option<u64>,
 }
 
 impl Default for Config {
@@ -49,11 +55,58 @@ impl Default for Config {
             max_store_size: None,
             max_image_size: 5 * 1024 * 1024,
             create_policy: CreatePolicy::Reject,
+            max_path_segments: None,
+            max_files: None,
         }
     }
 }
 
 impl Config {
+    /// The managed Memory Stores profile: the defaults, tightened to the
+    /// limits of Anthropic's managed Memory Stores, so memories kept under
+    /// it can move to that service unchanged: at most 20 path segments
+    /// below `/memories` and 1,024 bytes per path (SPEC §2 already), UTF-8
+    /// text of at most 100 kB (100,000 bytes) per memory, at most 2,000
+    /// memories per store. SPEC's NFC and format-character rules already
+    /// match the service's. Writes through the tool are always UTF-8
+    /// text; files brought in another way are checked by
+    /// [`profile::check`](crate::profile::check) (the CLI's `check`).
+    ///
+    /// The file count is checked before a create, not atomically with it:
+    /// two processes creating at once may end one over the limit (unlike
+    /// [`max_store_size`](Self::max_store_size), which the store checks
+    /// inside the write).
+    ///
+    /// ```
+    /// use claude_memory::{Config, InMemoryStore, MemoryTool};
+    /// use serde_json::json;
+    ///
+    /// let tool = MemoryTool::with_config(InMemoryStore::new(), Config::managed_memory_stores());
+    /// let deep = format!("/memories/{}x.md", "d/".repeat(20));
+    /// let result = tool.dispatch(&json!({"command": "create", "path": deep, "file_text": "x"}));
+    /// assert!(result.is_error);
+    /// ```
+    pub fn managed_memory_stores() -> Self {
+        Config {
+            max_file_size: crate::profile::MAX_FILE_SIZE,
+            max_path_segments: Some(crate::profile::MAX_PATH_SEGMENTS),
+            max_files: Some(crate::profile::MAX_FILES),
+            ..Config::default()
+        }
+    }
+
+    /// Sets [`max_path_segments`](Self::max_path_segments).
+    pub fn with_max_path_segments(mut self, segments: usize) -> Self {
+        self.max_path_segments = Some(segments);
+        self
+    }
+
+    /// Sets [`max_files`](Self::max_files).
+    pub fn with_max_files(mut self, files: u64) -> Self {
+        self.max_files = Some(files);
+        self
+    }
+
     /// Sets [`view_output_limit`](Self::view_output_limit).
     pub fn with_view_output_limit(mut self, chars: usize) -> Self {
         self.view_output_limit = chars;

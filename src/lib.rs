@@ -113,14 +113,17 @@ mod command;
 mod config;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+pub mod definition;
 pub mod expiry;
 pub mod history;
 mod lines;
 mod numbered;
 pub mod path;
 pub mod policy;
+pub mod profile;
 mod render;
 mod result;
+pub mod runner;
 pub mod store;
 pub mod tenant;
 mod tool;
@@ -130,6 +133,7 @@ pub use api::{ToolResultBlock, ToolUseBlock, tool_definition, tool_definition_wi
 pub use async_tool::AsyncMemoryTool;
 pub use command::Command;
 pub use config::{Config, CreatePolicy};
+pub use definition::{AllowedCaller, MemoryToolDefinition};
 pub use path::{MemoryPath, PathError};
 pub use render::human_size;
 pub use result::{Content, ImageFormat, ToolResult};

@@ -280,6 +280,29 @@ pub(crate) fn rename_too_deep(old_path: &str, new_path: &str, limit: usize) -> S
     )
 }
 
+pub(crate) fn create_too_deep(path: &str, segments: usize, limit: usize) -> String {
+    format!(
+        "Error: Cannot create {path}: it would be {segments} levels deep below /memories, over the limit of {limit}"
+    )
+}
+
+pub(crate) fn rename_too_many_segments(
+    old_path: &str,
+    new_path: &str,
+    segments: usize,
+    limit: usize,
+) -> String {
+    format!(
+        "Error: Cannot move {old_path} to {new_path}: an entry would be {segments} levels deep below /memories, over the limit of {limit}"
+    )
+}
+
+pub(crate) fn too_many_files(path: &str, limit: u64) -> String {
+    format!(
+        "Error: Cannot create {path}: the memory store is at its limit of {limit} files. Delete or merge memories first"
+    )
+}
+
 pub(crate) fn policy_refused(path: &str, reason: &str) -> String {
     format!("Error: Nothing was written to {path}: {reason}")
 }
@@ -312,6 +335,16 @@ pub(crate) fn too_large_to_edit(path: &str, size: u64, limit: u64) -> String {
 pub(crate) fn hard_link(path: &str) -> String {
     format!(
         "Error: Refusing to use {path}: it has more than one hard link, so its content may come from outside /memories"
+    )
+}
+
+/// A call to a tool the program does not run (an unregistered tool in the
+/// runner, any other tool in `MemoryTool::reply`). The name is the model's:
+/// cut to 64 characters, control characters dropped.
+pub(crate) fn tool_unavailable(name: &str) -> String {
+    let shown: String = name.chars().filter(|c| !c.is_control()).take(64).collect();
+    format!(
+        "Error: The tool {shown:?} is not available here. Do not call it again; go on without it."
     )
 }
 

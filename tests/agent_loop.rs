@@ -46,7 +46,21 @@ fn memory_calls_run_in_order_and_other_tools_are_left_alone() {
         again["content"][0],
         json!({"type": "tool_result", "tool_use_id": "toolu_a", "content": "Error: File /memories/a.md already exists", "is_error": true})
     );
-    assert_eq!(again["content"].as_array().map(Vec::len), Some(3));
+    // Every tool_use gets its tool_result, in order: the other tool's call
+    // is answered with an error result instead of being dropped (a dropped
+    // call makes the API refuse the next request).
+    assert_eq!(again["content"].as_array().map(Vec::len), Some(4));
+    assert_eq!(
+        again["content"][1],
+        json!({"type": "tool_result", "tool_use_id": "toolu_w", "content": "Error: The tool \"get_weather\" is not available here. Do not call it again; go on without it.", "is_error": true})
+    );
+    let ids: Vec<&str> = again["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["tool_use_id"].as_str())
+        .collect();
+    assert_eq!(ids, ["toolu_a", "toolu_w", "toolu_b", "toolu_c"]);
 }
 
 #[test]
@@ -142,7 +156,7 @@ mod on_tokio {
     async fn the_async_handler_answers_like_the_sync_one() {
         let tool = AsyncMemoryTool::new(MemoryTool::new(InMemoryStore::new()));
         let created = tool
-            .dispatch(json!({"type": "tool_use", "id": "toolu_1", "name": "memory", "input": {"command": "create", "path": "/memories/a.md", "file_text": "x\n"}}))
+            .dispatch(&json!({"type": "tool_use", "id": "toolu_1", "name": "memory", "input": {"command": "create", "path": "/memories/a.md", "file_text": "x\n"}}))
             .await;
         assert_eq!(
             created.to_json(),
@@ -153,7 +167,7 @@ mod on_tokio {
             .map(|i| {
                 let tool = tool.clone();
                 tokio::spawn(async move {
-                    tool.dispatch(json!({"command": "insert", "path": "/memories/a.md", "insert_line": 0, "insert_text": format!("line {i}")})).await
+                    tool.dispatch(&json!({"command": "insert", "path": "/memories/a.md", "insert_line": 0, "insert_text": format!("line {i}")})).await
                 })
             })
             .collect();
@@ -161,7 +175,7 @@ mod on_tokio {
             assert!(!t.await.expect("task").is_error);
         }
         let reply = tool
-            .reply(json!({"content": [{"type": "tool_use", "id": "toolu_2", "name": "memory", "input": {"command": "view", "path": "/memories/a.md", "view_range": [21, 21]}}]}))
+            .reply(&json!({"content": [{"type": "tool_use", "id": "toolu_2", "name": "memory", "input": {"command": "view", "path": "/memories/a.md", "view_range": [21, 21]}}]}))
             .await;
         assert_eq!(
             reply["content"][0]["content"],
@@ -172,8 +186,8 @@ mod on_tokio {
     #[test]
     fn outside_a_runtime_it_runs_inline() {
         let tool = AsyncMemoryTool::new(MemoryTool::new(InMemoryStore::new()));
-        let mut fut =
-            std::pin::pin!(tool.dispatch(json!({"command": "view", "path": "/memories"})));
+        let input = json!({"command": "view", "path": "/memories"});
+        let mut fut = std::pin::pin!(tool.dispatch(&input));
         // No Tokio runtime here: the first poll runs the call and is ready.
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         match fut.as_mut().poll(&mut cx) {

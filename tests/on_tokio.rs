@@ -15,11 +15,11 @@ use serde_json::json;
 /// Creates a file, views it and renames it through `tool`, on the runtime.
 async fn round_trip<S: MemoryStore + 'static>(tool: AsyncMemoryTool<S>) {
     let created = tool
-        .dispatch(json!({"command": "create", "path": "/memories/t.md", "file_text": "x\n"}))
+        .dispatch(&json!({"command": "create", "path": "/memories/t.md", "file_text": "x\n"}))
         .await;
     assert!(!created.is_error, "{created:?}");
     let view = tool
-        .dispatch(json!({"command": "view", "path": "/memories/t.md"}))
+        .dispatch(&json!({"command": "view", "path": "/memories/t.md"}))
         .await;
     assert_eq!(
         view.text(),
@@ -27,7 +27,7 @@ async fn round_trip<S: MemoryStore + 'static>(tool: AsyncMemoryTool<S>) {
     );
     let reply = tool
         .reply(
-            json!({"content": [{"type": "tool_use", "id": "toolu_1", "name": "memory",
+            &json!({"content": [{"type": "tool_use", "id": "toolu_1", "name": "memory",
             "input": {"command": "rename", "old_path": "/memories/t.md",
                       "new_path": "/memories/u.md"}}]}),
         )

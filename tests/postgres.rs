@@ -119,10 +119,10 @@ async fn an_async_tool_holding_the_store_is_used_and_dropped_in_async_code() {
         .for_tenant(&tenant("rt-async-tool"));
     let tool = claude_memory::AsyncMemoryTool::new(MemoryTool::new(store));
     let _ = tool
-        .dispatch(json!({"command": "delete", "path": "/memories/a.md"}))
+        .dispatch(&json!({"command": "delete", "path": "/memories/a.md"}))
         .await;
     let r = tool
-        .dispatch(json!({"command": "create", "path": "/memories/a.md", "file_text": "x"}))
+        .dispatch(&json!({"command": "create", "path": "/memories/a.md", "file_text": "x"}))
         .await;
     assert!(!r.is_error, "{r:?}");
     drop(tool);

@@ -1,5 +1,6 @@
 //! The checks every write passes before it reaches the store: the content
-//! policy and the file size limit. (The store size limit is checked by the
+//! policy, the file size limit and the optional path-segment and file-count
+//! limits (the managed Memory Stores profile). (The store size limit is checked by the
 //! store, atomically with the write: `MemoryStore::write_within` and
 //! `update_within`.)
 
@@ -9,7 +10,7 @@ use super::MemoryTool;
 use crate::path::MemoryPath;
 use crate::policy::Decision;
 use crate::render;
-use crate::store::MemoryStore;
+use crate::store::{EntryKind, Flow, MemoryStore, Order, Step, walk};
 
 impl<S: MemoryStore> MemoryTool<S> {
     /// The content policy's verdict on a write: the text to write, or the
@@ -48,5 +49,83 @@ impl<S: MemoryStore> MemoryTool<S> {
             return Err(render::file_too_large(raw, size, limit));
         }
         Ok(())
+    }
+
+    /// `Err(refusal(segments, limit))` if an entry at `path` would be
+    /// deeper than [`max_path_segments`](crate::Config::max_path_segments).
+    pub(super) fn check_segments(
+        &self,
+        segments: usize,
+        refusal: impl FnOnce(usize, usize) -> String,
+    ) -> Result<(), String> {
+        match self.config.max_path_segments {
+            Some(limit) if segments > limit => Err(refusal(segments, limit)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Under [`max_files`](crate::Config::max_files): refuses a create of a
+    /// new file when the store already holds that many. (Counted before
+    /// the write, not atomically with it.)
+    pub(super) fn check_file_count(&self, path: &MemoryPath, raw: &str) -> Result<(), String> {
+        let Some(limit) = self.config.max_files else {
+            return Ok(());
+        };
+        let exists = self
+            .store
+            .stat(path)
+            .map_err(|e| render::storage_failure(&e, raw))?;
+        if exists.is_some() {
+            // Replaced (or refused as existing): no new file.
+            return Ok(());
+        }
+        // Counting stops going into directories once the limit is
+        // reached, so a huge store is not walked whole for every create.
+        let mut files = 0u64;
+        walk(
+            &self.store,
+            &MemoryPath::root(),
+            Order::AsListed,
+            &mut |step| {
+                Ok(match step {
+                    Step::File { .. } => {
+                        files += 1;
+                        Flow::Continue
+                    }
+                    Step::Enter { .. } if files >= limit => Flow::Skip,
+                    _ => Flow::Continue,
+                })
+            },
+        )
+        .map_err(|e| render::storage_failure(&e, raw))?;
+        if files >= limit {
+            return Err(render::too_many_files(raw, limit));
+        }
+        Ok(())
+    }
+
+    /// The deepest entry below `from` (a directory), in segments below
+    /// `from`: 0 for an empty directory or a file.
+    pub(super) fn depth_below(&self, from: &MemoryPath, raw: &str) -> Result<usize, String> {
+        let is_dir = self
+            .store
+            .stat(from)
+            .map_err(|e| render::storage_failure(&e, raw))?
+            .is_some_and(|m| m.kind == EntryKind::Directory);
+        if !is_dir {
+            return Ok(0);
+        }
+        let mut deepest = 0;
+        walk(&self.store, from, Order::AsListed, &mut |step| {
+            match step {
+                Step::Enter { depth, .. } | Step::File { depth, .. } => {
+                    deepest = deepest.max(depth);
+                }
+                Step::Leave { .. } => {}
+            }
+            Ok(Flow::Continue)
+        })
+        .map_err(|e| render::storage_failure(&e, raw))?;
+        Ok(deepest)
     }
 }

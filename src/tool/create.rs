@@ -18,10 +18,14 @@ impl<S: MemoryStore> MemoryTool<S> {
             return Err(render::ends_in_slash(raw));
         }
         self.check_name(&path, |reason| render::policy_refused(raw, reason))?;
+        self.check_segments(path.components().len(), |n, limit| {
+            render::create_too_deep(raw, n, limit)
+        })?;
         let file_text = self.apply_policy(&path, file_text.into())?;
         let file_text = file_text.as_ref();
         let size = file_text.len() as u64;
         self.check_file_size(raw, size)?;
+        self.check_file_count(&path, raw)?;
         let mode = match self.config.create_policy {
             CreatePolicy::Reject => WriteMode::Create,
             CreatePolicy::Overwrite => WriteMode::Overwrite,

@@ -36,6 +36,12 @@ impl<S: MemoryStore> MemoryTool<S> {
         {
             return Err(render::rename_too_deep(old_raw, new_raw, limit));
         }
+        if self.config.max_path_segments.is_some() {
+            let deepest = to.components().len() + self.depth_below(&from, old_raw)?;
+            self.check_segments(deepest, |n, limit| {
+                render::rename_too_many_segments(old_raw, new_raw, n, limit)
+            })?;
+        }
         match self.store.rename(&from, &to) {
             Ok(()) => Ok(Content::Text(render::renamed(old_raw, new_raw))),
             Err(StoreError::NotFound { .. }) => Err(render::missing(old_raw)),

@@ -62,10 +62,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         messages.push(json!({"role": "assistant", "content": response["content"]}));
-        if response["stop_reason"] != "tool_use" {
-            break;
+        match response["stop_reason"].as_str() {
+            // Runs every memory call, in order (any other call gets an error result).
+            Some("tool_use") => messages.push(tool.reply(&response)),
+            // A paused turn or a compaction: send the response back as it is.
+            Some("pause_turn" | "compaction") => continue,
+            _ => break,
         }
-        messages.push(tool.reply(&response)); // runs every memory call, in order
     }
     Ok(())
 }

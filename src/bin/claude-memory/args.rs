@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 
 const AFTER_HELP: &str = "\
 STORE is a directory, sqlite:PATH (a SQLite database file) or a
@@ -48,6 +48,12 @@ pub struct Cli {
     /// Largest total of the store, in bytes [default: none]
     #[arg(long, global = true, value_name = "BYTES")]
     pub max_store_size: Option<u64>,
+
+    /// Limits profile: `managed` applies Anthropic's managed Memory Stores
+    /// limits (20 path segments, 100 kB per memory, 2,000 memories);
+    /// --max-file-size still overrides [default: none]
+    #[arg(long, global = true, value_name = "PROFILE", value_enum)]
+    pub profile: Option<Profile>,
 
     /// Keep every change serve, import and prune make as a version (see
     /// `history`) [default: off]
@@ -158,6 +164,14 @@ pub enum Command {
     ///
     /// Only reads the store.
     Stats,
+
+    /// List what would not fit a managed Memory Store.
+    ///
+    /// Every file deeper than 20 path segments, larger than 100 kB
+    /// (100,000 bytes) or not UTF-8 text, every name no memory path can
+    /// spell, and a store of more than 2,000 files. Exits 1 if anything
+    /// would not fit. Only reads the store.
+    Check,
 
     /// List the store's versions (all, or PATH's across renames).
     ///
@@ -271,4 +285,11 @@ pub fn parse_range(text: &str) -> Result<[i64; 2], String> {
             .map_err(|_| format!("`{s}` is not an integer"))
     };
     Ok([parse(a)?, parse(b)?])
+}
+
+/// A named set of limits (`--profile`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Profile {
+    /// Anthropic's managed Memory Stores.
+    Managed,
 }

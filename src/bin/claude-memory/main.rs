@@ -12,6 +12,7 @@
 
 mod args;
 mod backup;
+mod check;
 mod crypt;
 mod history;
 mod output;
@@ -54,7 +55,10 @@ fn run(cli: Cli) -> Outcome {
         return crypt::keygen(output);
     }
     let spec = StoreSpec::from_args(cli.store.as_deref(), cli.root)?;
-    let mut config = Config::default();
+    let mut config = match cli.profile {
+        Some(args::Profile::Managed) => Config::managed_memory_stores(),
+        None => Config::default(),
+    };
     if let Some(n) = cli.view_limit {
         config.view_output_limit = n;
     }
@@ -134,7 +138,15 @@ fn run(cli: Cli) -> Outcome {
             };
             prune::prune(&open(access)?, older_than, dry_run)
         }
-        Command::Stats => stats::stats(&open(Access::Read)?),
+        Command::Stats => {
+            let tool = open(Access::Read)?;
+            stats::stats(&tool)?;
+            match cli.profile {
+                Some(args::Profile::Managed) => check::summary(&tool),
+                None => Ok(()),
+            }
+        }
+        Command::Check => check::check(&open(Access::Read)?),
         Command::History {
             action: Some(args::HistoryAction::Prune { older_than, keep }),
             path,

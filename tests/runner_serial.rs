@@ -1,0 +1,155 @@
+//! Memory calls of one turn never run concurrently: a store that records
+//! how many of its calls are in flight at once (each call holding on for a
+//! moment, so overlapping calls would be seen) stays at one, through the
+//! async runner on a multi-thread runtime and through `AsyncMemoryTool::reply`,
+//! and eight edits of one file in one turn all land, in order.
+#![cfg(feature = "tokio")]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use claude_memory::path::MemoryPath;
+use claude_memory::runner::{AsyncRunner, Request, StopReason, Stopped};
+use claude_memory::store::{
+    Change, DirEntry, FileContent, FileReader, Metadata, Quota, StoreResult, Updated, Version,
+    WriteMode,
+};
+use claude_memory::{AsyncMemoryTool, InMemoryStore, MemoryStore, MemoryTool};
+use serde_json::{Value, json};
+
+#[derive(Debug, Default)]
+struct Watched {
+    inner: InMemoryStore,
+    in_flight: AtomicUsize,
+    most: AtomicUsize,
+}
+
+impl Watched {
+    fn watch<T>(&self, f: impl FnOnce() -> T) -> T {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(2));
+        let out = f();
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        out
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
+impl MemoryStore for Watched {
+    fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+        self.watch(|| self.inner.stat(path))
+    }
+    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+        self.watch(|| self.inner.read(path, limit))
+    }
+    fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
+        self.watch(|| self.inner.open(path))
+    }
+    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        self.watch(|| self.inner.write(path, data, mode))
+    }
+    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+        self.watch(|| self.inner.list(dir))
+    }
+    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+        self.watch(|| self.inner.delete(path))
+    }
+    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        self.watch(|| self.inner.rename(from, to))
+    }
+    fn update(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        self.watch(|| self.inner.update(path, limit, change))
+    }
+    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        self.watch(|| self.inner.remove_empty_dir(path))
+    }
+    fn total_size(&self) -> StoreResult<u64> {
+        self.watch(|| self.inner.total_size())
+    }
+    fn write_within(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+        quota: Quota<'_>,
+    ) -> StoreResult<Version> {
+        self.watch(|| self.inner.write_within(path, data, mode, quota))
+    }
+    fn update_within(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        quota: Quota<'_>,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        self.watch(|| self.inner.update_within(path, limit, quota, change))
+    }
+    fn delete_file_if(
+        &self,
+        path: &MemoryPath,
+        still: &mut dyn FnMut(&Metadata) -> bool,
+    ) -> StoreResult<bool> {
+        self.watch(|| self.inner.delete_file_if(path, still))
+    }
+}
+
+/// One turn: create a file, then eight inserts at line 0, then a view.
+fn turn() -> Value {
+    let mut calls = vec![json!({"type": "tool_use", "id": "c", "name": "memory",
+        "input": {"command": "create", "path": "/memories/log.md", "file_text": "end\n"}})];
+    for i in 0..8 {
+        calls.push(
+            json!({"type": "tool_use", "id": format!("i{i}"), "name": "memory",
+            "input": {"command": "insert", "path": "/memories/log.md", "insert_line": 0,
+                      "insert_text": format!("{i}")}}),
+        );
+    }
+    calls.push(json!({"type": "tool_use", "id": "v", "name": "memory",
+        "input": {"command": "view", "path": "/memories/log.md"}}));
+    json!({"stop_reason": "tool_use", "content": calls})
+}
+
+const VIEW: &str = "Here's the content of /memories/log.md with line numbers:\n     1\t7\n     2\t6\n     3\t5\n     4\t4\n     5\t3\n     6\t2\n     7\t1\n     8\t0\n     9\tend";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_async_runner_runs_one_turns_memory_calls_one_after_another() {
+    let store = Arc::new(Watched::default());
+    let tool = AsyncMemoryTool::new(MemoryTool::new(Arc::clone(&store)));
+    let runner = AsyncRunner::new(tool, json!({"model": "m", "max_tokens": 8}));
+    let mut responses = vec![turn(), json!({"stop_reason": "end_turn", "content": []})].into_iter();
+    let run = runner
+        .run(
+            vec![json!({"role": "user", "content": "go"})],
+            |_: Request| {
+                let next = responses.next();
+                async move { next.ok_or("more requests than recorded") }
+            },
+        )
+        .await
+        .expect("run");
+    assert_eq!(run.stopped, Stopped::Model(StopReason::EndTurn));
+    let results = run.messages[2]["content"].as_array().expect("results");
+    assert_eq!(results.len(), 10);
+    assert!(
+        results.iter().all(|r| r.get("is_error").is_none()),
+        "{results:?}"
+    );
+    assert_eq!(results[9]["content"], VIEW);
+    assert_eq!(store.most.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn async_reply_runs_them_one_after_another_too() {
+    let store = Arc::new(Watched::default());
+    let tool = AsyncMemoryTool::new(MemoryTool::new(Arc::clone(&store)));
+    let reply = tool.reply(&turn()).await;
+    assert_eq!(reply["content"][9]["content"], VIEW);
+    assert_eq!(store.most.load(Ordering::SeqCst), 1);
+}
