@@ -229,12 +229,23 @@ impl MemoryPath {
 
 /// The single-component rules (SPEC §2), on one spelling.
 fn component_ok(name: &str) -> bool {
-    !name.is_empty()
-        && name != "."
-        && name != ".."
-        && name.len() <= MAX_COMPONENT_BYTES
-        && !is_reserved(name)
-        && !name.contains(['/', '\\'])
+    if name.is_empty()
+        || name == "."
+        || name == ".."
+        || name.len() > MAX_COMPONENT_BYTES
+        || is_reserved(name)
+    {
+        return false;
+    }
+    // An ASCII name (the common case, checked for every entry a directory
+    // view lists) is always NFC and holds no format character: one pass
+    // over its bytes decides the rest.
+    if name.is_ascii() {
+        return !name
+            .bytes()
+            .any(|b| b.is_ascii_control() || b == b'/' || b == b'\\');
+    }
+    !name.contains(['/', '\\'])
         && !name.chars().any(char::is_control)
         && !name.chars().any(is_format)
         && is_nfc(name)
@@ -402,6 +413,18 @@ impl std::str::FromStr for MemoryPath {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ascii_fast_path_of_component_ok_agrees_with_the_full_rules() {
+        for b in 0u8..=127 {
+            let name = format!("a{}b", char::from(b));
+            let full = !name.contains(['/', '\\'])
+                && !name.chars().any(char::is_control)
+                && !name.chars().any(is_format)
+                && is_nfc(&name);
+            assert_eq!(component_ok(&name), full, "{name:?}");
+        }
+    }
 
     #[test]
     fn the_ascii_fast_path_of_is_format_agrees_with_the_table() {
