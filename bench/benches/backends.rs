@@ -6,7 +6,9 @@
 //! directly with the driver on the same table layout (one insert for a
 //! create, one select for a view, one read and one conditional update in
 //! one transaction for an edit, one select of both levels for the tree
-//! view, one delete), and the ratio of the two.
+//! view, one delete), and the ratio of the two. The filesystem store (on
+//! Linux) is followed by its floor too: the same system calls made
+//! directly with rustix (see `fs_floor`).
 
 use std::time::Instant;
 
@@ -98,7 +100,7 @@ fn row(name: &str, r: [f64; 5]) {
 
 /// A store and its floor, and how many times slower than the floor the
 /// store is.
-#[allow(dead_code)] // without the sql features
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // without the sql features
 fn beside_floor(name: &str, store: [f64; 5], floor: [f64; 5]) {
     row(name, store);
     row(&format!("{name}: raw floor"), floor);
@@ -120,6 +122,182 @@ fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The filesystem store's floor (Linux): the system calls a durable
+/// command needs, made directly with rustix, with no validation, no
+/// rendering and no JSON: a create is the lock, the parent directory
+/// opened beneath the root, a new temporary file written and fsynced,
+/// renamed into place without replacing, the directory fsynced; a view
+/// opens the file beneath the root, stats and reads it; an edit reads and
+/// writes as those two do, under the lock; the tree view lists both
+/// levels with a stat per entry; a delete unlinks and fsyncs the
+/// directory, under the lock.
+#[cfg(target_os = "linux")]
+mod fs_floor {
+    use std::fs::File;
+    use std::io::{Read, Write};
+    use std::os::fd::{AsFd, OwnedFd};
+
+    use rustix::fs::{self as rfs, AtFlags, Mode, OFlags, RenameFlags, ResolveFlags};
+
+    pub struct Floor {
+        root: OwnedFd,
+        lock: File,
+        n: u64,
+    }
+
+    fn dir_flags() -> OFlags {
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+    }
+
+    fn beneath() -> ResolveFlags {
+        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS
+    }
+
+    impl Floor {
+        pub fn open(root: &std::path::Path) -> Floor {
+            std::fs::create_dir_all(root).expect("floor root");
+            let root = rfs::open(root, dir_flags(), Mode::empty()).expect("open root");
+            let lock = rfs::openat(
+                &root,
+                ".claude-memory.lock",
+                OFlags::RDWR | OFlags::CREATE | OFlags::CLOEXEC,
+                Mode::RUSR | Mode::WUSR,
+            )
+            .expect("lock file");
+            Floor {
+                root,
+                lock: File::from(lock),
+                n: 0,
+            }
+        }
+
+        fn dir(&self) -> OwnedFd {
+            match rfs::openat2(&self.root, "bench", dir_flags(), Mode::empty(), beneath()) {
+                Ok(fd) => fd,
+                Err(rustix::io::Errno::NOENT) => {
+                    rfs::mkdirat(&self.root, "bench", Mode::RWXU).expect("mkdir");
+                    rfs::fsync(&self.root).expect("fsync root");
+                    rfs::openat2(&self.root, "bench", dir_flags(), Mode::empty(), beneath())
+                        .expect("open dir")
+                }
+                Err(e) => panic!("open dir: {e}"),
+            }
+        }
+
+        fn install(&mut self, dir: &OwnedFd, name: &str, data: &[u8], no_replace: bool) {
+            self.n += 1;
+            let temp = format!(".claude-memory.tmp.{}.{}", std::process::id(), self.n);
+            let fd = rfs::openat(
+                dir,
+                temp.as_str(),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::RUSR | Mode::WUSR,
+            )
+            .expect("temp");
+            let mut file = File::from(fd);
+            file.write_all(data).expect("write");
+            file.sync_all().expect("fsync");
+            drop(file);
+            let flags = if no_replace {
+                RenameFlags::NOREPLACE
+            } else {
+                RenameFlags::empty()
+            };
+            rfs::renameat_with(dir, temp.as_str(), dir, name, flags).expect("rename");
+            rfs::fsync(dir).expect("fsync dir");
+        }
+
+        fn read(&self, path: &str) -> Vec<u8> {
+            let fd = rfs::openat2(
+                &self.root,
+                path,
+                OFlags::RDONLY
+                    | OFlags::NOFOLLOW
+                    | OFlags::CLOEXEC
+                    | OFlags::NOCTTY
+                    | OFlags::NONBLOCK,
+                Mode::empty(),
+                beneath(),
+            )
+            .expect("open");
+            let stat = rfs::fstat(&fd).expect("fstat");
+            let mut data = Vec::with_capacity(stat.st_size as usize);
+            File::from(fd).read_to_end(&mut data).expect("read");
+            data
+        }
+
+        fn list(&self, dir: impl AsFd, count: &mut usize) -> Vec<String> {
+            let dir = dir.as_fd();
+            let mut subdirs = Vec::new();
+            let mut entries = rfs::Dir::read_from(dir).expect("list");
+            while let Some(entry) = entries.read() {
+                let entry = entry.expect("entry");
+                let name = entry.file_name();
+                if name == c"." || name == c".." {
+                    continue;
+                }
+                // As the store: the entry's type from the listing, a stat
+                // for each file's size.
+                match entry.file_type() {
+                    rfs::FileType::Directory => subdirs.push(name.to_string_lossy().into_owned()),
+                    rfs::FileType::RegularFile => {
+                        let stat = rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).expect("stat");
+                        *count += stat.st_size as usize;
+                    }
+                    _ => {}
+                }
+            }
+            subdirs
+        }
+    }
+
+    impl super::Work for Floor {
+        fn create(&mut self, i: usize, note: &str) {
+            self.lock.lock().expect("lock");
+            let dir = self.dir();
+            self.install(&dir, &format!("f{i}.md"), note.as_bytes(), true);
+            self.lock.unlock().expect("unlock");
+        }
+        fn view(&mut self, i: usize) {
+            assert!(!self.read(&format!("bench/f{i}.md")).is_empty());
+        }
+        fn replace(&mut self, i: usize) {
+            self.lock.lock().expect("lock");
+            let dir = self.dir();
+            let name = format!("f{i}.md");
+            let fd = rfs::openat(
+                &dir,
+                name.as_str(),
+                OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .expect("open");
+            let stat = rfs::fstat(&fd).expect("fstat");
+            let mut data = Vec::with_capacity(stat.st_size as usize);
+            File::from(fd).read_to_end(&mut data).expect("read");
+            let new = super::edited(&String::from_utf8_lossy(&data));
+            self.install(&dir, &name, new.as_bytes(), false);
+            self.lock.unlock().expect("unlock");
+        }
+        fn tree(&mut self) {
+            let mut total = 0;
+            for sub in self.list(&self.root, &mut total) {
+                let fd = rfs::openat(&self.root, sub.as_str(), dir_flags(), Mode::empty())
+                    .expect("open");
+                self.list(&fd, &mut total);
+            }
+            assert!(total > 0);
+        }
+        fn delete(&mut self, i: usize) {
+            self.lock.lock().expect("lock");
+            let dir = self.dir();
+            rfs::unlinkat(&dir, format!("f{i}.md").as_str(), AtFlags::empty()).expect("unlink");
+            rfs::fsync(&dir).expect("fsync dir");
+            self.lock.unlock().expect("unlock");
+        }
+    }
 }
 
 #[cfg(feature = "sqlite")]
@@ -340,12 +518,16 @@ fn main() {
         measure(&mut Tool(MemoryTool::new(InMemoryStore::new()))),
     );
     let dir = tempfile::tempdir().expect("temporary directory");
-    row(
-        "filesystem (durable)",
-        measure(&mut Tool(MemoryTool::new(
-            FilesystemStore::open(dir.path().join("fs")).expect("open"),
-        ))),
-    );
+    let fs = measure(&mut Tool(MemoryTool::new(
+        FilesystemStore::open(dir.path().join("fs")).expect("open"),
+    )));
+    #[cfg(target_os = "linux")]
+    {
+        let floor = measure(&mut fs_floor::Floor::open(&dir.path().join("fs-floor")));
+        beside_floor("filesystem (durable)", fs, floor);
+    }
+    #[cfg(not(target_os = "linux"))]
+    row("filesystem (durable)", fs);
     #[cfg(feature = "sqlite")]
     {
         let store = claude_memory::SqliteStore::open(dir.path().join("m.db")).expect("sqlite");

@@ -128,6 +128,12 @@ pub(crate) trait Dialect {
 
     /// Runs a statement that returns no rows.
     fn run(&mut self, sql: &str, params: &[Param<'_>]) -> Result<(), Self::Error>;
+
+    /// Says that the next statement is the transaction's last, so a
+    /// dialect may send its `COMMIT` in the same round trip (PostgreSQL).
+    /// The caller still calls [`Commit::commit`]; nothing may run in the
+    /// transaction after that statement.
+    fn last_statement(&mut self) {}
 }
 
 /// A transaction: a [`Dialect`] whose work lasts only once committed.

@@ -238,8 +238,20 @@ impl<'a, D: Dialect> Entries<'a, D> {
         data: &[u8],
         mode: WriteMode,
     ) -> Result<Version, Fail> {
+        let rows = self.lineage(path.components())?;
+        self.write_over(path, data, mode, rows)
+    }
+
+    /// [`write`](Self::write) given the rows [`lineage`](Self::lineage)
+    /// read, so no row is read twice.
+    fn write_over(
+        &mut self,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+        mut rows: Vec<Option<Row>>,
+    ) -> Result<Version, Fail> {
         let comps = path.components();
-        let mut rows = self.lineage(comps)?;
         let existing = rows.pop().flatten().map(|r| r.file_version());
         let missing = Self::check_ancestors(path, &rows)?;
         StoreError::check_write(path, existing, mode)?;
@@ -250,27 +262,31 @@ impl<'a, D: Dialect> Entries<'a, D> {
     }
 
     /// Inserts or replaces the file at `comps` (its parents exist) with a
-    /// fresh version.
+    /// fresh version: the transaction's last statement.
     fn put_file(&mut self, comps: &[String], data: &[u8]) -> Result<Version, Fail> {
         let (parent, name) = comps.split_at(comps.len() - 1);
         let (k, parent) = (key(comps), key(parent));
         let now = now_ms();
         let version = match D::UPSERT_FILE_NEXT {
-            Some(sql) => self.one(
-                sql,
-                &[
-                    Param::Text(self.tenant),
-                    Param::Text(&k),
-                    Param::Text(&parent),
-                    Param::Text(&name[0]),
-                    Param::Bytes(data),
-                    Param::Int(data.len() as i64),
-                    Param::Int(now),
-                ],
-                |r| r.int(0),
-            )?,
+            Some(sql) => {
+                self.db.last_statement();
+                self.one(
+                    sql,
+                    &[
+                        Param::Text(self.tenant),
+                        Param::Text(&k),
+                        Param::Text(&parent),
+                        Param::Text(&name[0]),
+                        Param::Bytes(data),
+                        Param::Int(data.len() as i64),
+                        Param::Int(now),
+                    ],
+                    |r| r.int(0),
+                )?
+            }
             None => {
                 let version = self.one(D::NEXT_VERSION, &[], |r| r.int(0))?;
+                self.db.last_statement();
                 self.db.run(
                     D::UPSERT_FILE,
                     &[
@@ -332,9 +348,10 @@ impl<'a, D: Dialect> Entries<'a, D> {
         mode: WriteMode,
         quota: Quota<'_>,
     ) -> Result<Version, Fail> {
-        let replaced = match (self.row(&key(path.components()))?, mode) {
-            (Some(_), WriteMode::Create) => return self.write(path, data, mode),
-            (Some(r), _) if !r.is_dir => r.len as u64,
+        let rows = self.lineage(path.components())?;
+        let replaced = match (rows.last(), mode) {
+            (Some(Some(_)), WriteMode::Create) => return self.write_over(path, data, mode, rows),
+            (Some(Some(r)), _) if !r.is_dir => r.len as u64,
             _ => 0,
         };
         let after = self
@@ -342,7 +359,7 @@ impl<'a, D: Dialect> Entries<'a, D> {
             .saturating_sub(replaced)
             .saturating_add(data.len() as u64);
         check_quota(path, after, quota)?;
-        self.write(path, data, mode)
+        self.write_over(path, data, mode, rows)
     }
 
     /// [`update`](Self::update) under a size cap, in one locked
@@ -382,34 +399,51 @@ impl<'a, D: Dialect> Entries<'a, D> {
         Ok(true)
     }
 
-    /// The children of a directory (the root included).
+    /// The children of a directory (the root included). Below the root,
+    /// the directory's own row comes in the same query (flagged), so a
+    /// listing is one statement.
     pub(crate) fn list(&mut self, dir: &MemoryPath) -> Result<Vec<DirEntry>, Fail> {
         let k = key(dir.components());
+        let sql = if dir.is_root() {
+            "SELECT name, is_dir, len, modified_ms, FALSE FROM claude_memory_entries WHERE tenant = $1 AND parent = $2"
+        } else {
+            "SELECT name, is_dir, len, modified_ms, FALSE FROM claude_memory_entries WHERE tenant = $1 AND parent = $2
+             UNION ALL
+             SELECT name, is_dir, len, modified_ms, TRUE FROM claude_memory_entries WHERE tenant = $1 AND path = $2"
+        };
+        // (is this the directory's own row, the entry)
+        let rows = self
+            .db
+            .fetch_all(sql, &[Param::Text(self.tenant), Param::Text(&k)], |r| {
+                let is_dir = r.flag(1)?;
+                Ok((
+                    r.flag(4)?,
+                    DirEntry {
+                        name: r.text(0)?,
+                        kind: if is_dir {
+                            EntryKind::Directory
+                        } else {
+                            EntryKind::File
+                        },
+                        len: r.int(2)? as u64,
+                        modified: if is_dir { None } else { to_time(r.int(3)?) },
+                    },
+                ))
+            })?;
         if !dir.is_root() {
             let path = dir.clone();
-            match self.row(&k)? {
+            match rows.iter().find(|(own, _)| *own) {
                 None => return Err(StoreError::NotFound { path }.into()),
-                Some(r) if !r.is_dir => return Err(StoreError::NotADirectory { path }.into()),
+                Some((_, e)) if e.kind != EntryKind::Directory => {
+                    return Err(StoreError::NotADirectory { path }.into());
+                }
                 Some(_) => {}
             }
         }
-        Ok(self.db.fetch_all(
-            "SELECT name, is_dir, len, modified_ms FROM claude_memory_entries WHERE tenant = $1 AND parent = $2",
-            &[Param::Text(self.tenant), Param::Text(&k)],
-            |r| {
-                let is_dir = r.flag(1)?;
-                Ok(DirEntry {
-                    name: r.text(0)?,
-                    kind: if is_dir {
-                        EntryKind::Directory
-                    } else {
-                        EntryKind::File
-                    },
-                    len: r.int(2)? as u64,
-                    modified: if is_dir { None } else { to_time(r.int(3)?) },
-                })
-            },
-        )?)
+        Ok(rows
+            .into_iter()
+            .filter_map(|(own, e)| (!own).then_some(e))
+            .collect())
     }
 
     /// Removes a non-root entry and everything below it; run it in the
@@ -417,10 +451,16 @@ impl<'a, D: Dialect> Entries<'a, D> {
     pub(crate) fn delete(&mut self, path: &MemoryPath) -> Result<(), Fail> {
         let k = key(path.components());
         let (lo, hi) = below(&k);
-        // One statement: the rows it removed say whether the entry was
-        // there (if not, the caller's error rolls the transaction back).
+        // One statement, the transaction's last: the rows it removed say
+        // whether the entry was there. Nothing below a missing entry is
+        // removed. Each arm of the OR is an index range.
+        self.db.last_statement();
         let removed = self.db.fetch_all(
-            "DELETE FROM claude_memory_entries WHERE tenant = $1 AND (path = $2 OR (path >= $3 AND path < $4)) RETURNING path = $2",
+            "DELETE FROM claude_memory_entries
+             WHERE (tenant = $1 AND path = $2)
+                OR (tenant = $1 AND path >= $3 AND path < $4
+                    AND EXISTS (SELECT 1 FROM claude_memory_entries WHERE tenant = $1 AND path = $2))
+             RETURNING path = $2",
             &[
                 Param::Text(self.tenant),
                 Param::Text(&k),
@@ -471,12 +511,13 @@ impl<'a, D: Dialect> Entries<'a, D> {
             self.make_parents(tc)?;
         }
         let (parent, name) = tc.split_at(tc.len() - 1);
+        self.db.last_statement();
         self.db.run(
             "UPDATE claude_memory_entries SET
                 path = $5 || substr(path, length($2) + 1),
                 parent = CASE WHEN path = $2 THEN $6 ELSE $5 || substr(parent, length($2) + 1) END,
                 name = CASE WHEN path = $2 THEN $7 ELSE name END
-             WHERE tenant = $1 AND (path = $2 OR (path >= $3 AND path < $4))",
+             WHERE (tenant = $1 AND path = $2) OR (tenant = $1 AND path >= $3 AND path < $4)",
             &[
                 Param::Text(self.tenant),
                 Param::Text(&fk),
@@ -494,6 +535,7 @@ impl<'a, D: Dialect> Entries<'a, D> {
     /// transaction (`rmdir` semantics, for expiry).
     pub(crate) fn remove_empty_dir(&mut self, path: &MemoryPath) -> Result<bool, Fail> {
         let k = key(path.components());
+        self.db.last_statement();
         let removed = self.db.fetch_all(
             "DELETE FROM claude_memory_entries WHERE tenant = $1 AND path = $2 AND is_dir
                AND NOT EXISTS (SELECT 1 FROM claude_memory_entries WHERE tenant = $1 AND parent = $2)

@@ -228,8 +228,12 @@ impl<C: Deref<Target = Connection>> Dialect for Lite<C> {
     const INSERT_DIR: &'static str = "INSERT OR IGNORE INTO claude_memory_entries (tenant, path, parent, name, is_dir, data, len, version, modified_ms)
         VALUES (?1, ?2, ?3, ?4, 1, NULL, 0, 0, ?5)";
 
-    const UPSERT_FILE: &'static str = "INSERT OR REPLACE INTO claude_memory_entries (tenant, path, parent, name, is_dir, data, len, version, modified_ms)
-        VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6, ?7, ?8)";
+    // An upsert, not `INSERT OR REPLACE`: an edit updates the row in place
+    // instead of deleting and reinserting it.
+    const UPSERT_FILE: &'static str = "INSERT INTO claude_memory_entries (tenant, path, parent, name, is_dir, data, len, version, modified_ms)
+        VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6, ?7, ?8)
+        ON CONFLICT (tenant, path) DO UPDATE SET is_dir = 0, data = excluded.data, len = excluded.len,
+            version = excluded.version, modified_ms = excluded.modified_ms";
 
     const LONGEST_KEY: &'static str = "SELECT CAST(COALESCE(MAX(length(CAST(path AS BLOB))), 0) AS BIGINT) FROM claude_memory_entries WHERE tenant = $1 AND path >= $2 AND path < $3";
     const NEXT_VERSION: &'static str =

@@ -196,6 +196,26 @@ impl MemoryStore for FilesystemStore {
     }
 
     fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
+        // A file below a subdirectory: one `openat2` from the root where
+        // the kernel has it (a view needs no handle on the directory).
+        #[cfg(target_os = "linux")]
+        if path.components().len() > 1
+            && self.use_openat2.load(std::sync::atomic::Ordering::Relaxed)
+            && let Ok(fd) = sys::open_file_beneath(self.root.as_fd(), &path.components().join("/"))
+        {
+            let stat = rfs::fstat(&fd).map_err(|e| io_error(Op::Stat, path, e))?;
+            return match FileType::from_raw_mode(stat.st_mode) {
+                FileType::RegularFile if stat.st_nlink > 1 => {
+                    Err(StoreError::HardLink { path: path.clone() })
+                }
+                FileType::RegularFile => Ok(FileReader {
+                    len: stat.st_size as u64,
+                    reader: Box::new(File::from(fd)),
+                }),
+                FileType::Directory => Err(StoreError::IsADirectory { path: path.clone() }),
+                _ => Err(StoreError::NotFound { path: path.clone() }),
+            };
+        }
         let (_, file, stat) = self.open_file(path)?;
         Ok(FileReader {
             len: stat.st_size as u64,

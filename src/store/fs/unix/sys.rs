@@ -85,6 +85,20 @@ pub(super) fn open_dir_beneath(root: BorrowedFd<'_>, path: &str) -> Result<Owned
     rfs::openat2(root, path, dir_flags(), Mode::empty(), resolve)
 }
 
+/// Opens the file at `path` beneath `root` for reading in one `openat2`
+/// call (the flags of [`open_for_read`], no link followed anywhere): a
+/// view's fast path, which needs no handle on the file's directory. Any
+/// failure is only a hint: callers redo the open step by step for the
+/// exact error.
+#[cfg(target_os = "linux")]
+pub(super) fn open_file_beneath(root: BorrowedFd<'_>, path: &str) -> Result<OwnedFd, Errno> {
+    use rustix::fs::ResolveFlags;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    let flags =
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
+    rfs::openat2(root, path, flags, Mode::empty(), resolve)
+}
+
 /// A new handle on the same directory, for removing what a write created.
 pub(super) fn dup_dir(dir: impl AsFd) -> Result<OwnedFd, Errno> {
     open_dir(dir, ".")

@@ -69,12 +69,13 @@ impl FilesystemStore {
         };
         // Every check before anything is created, so a refused write leaves
         // no stray directories.
-        let (existing, parent_file) = match self.parent(path)? {
-            Parent::File(depth) => (Entry::Absent, Some(depth)),
-            Parent::Missing => (Entry::Absent, None),
+        let (existing, parent_file, parent) = match self.parent(path)? {
+            Parent::File(depth) => (Entry::Absent, Some(depth), None),
+            Parent::Missing => (Entry::Absent, None, None),
             Parent::Dir(dir) => (
                 entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Stat, path, e))?,
                 None,
+                Some(dir),
             ),
         };
         // A FIFO, socket or device is no memory entry: it is treated as
@@ -123,7 +124,12 @@ impl FilesystemStore {
                 }
             }
         }
-        let (dir, made) = self.make_parent(path)?;
+        // The parent found above is reused (the lock keeps it in place);
+        // only a missing one is made.
+        let (dir, made) = match parent {
+            Some(dir) => (dir, Default::default()),
+            None => self.make_parent(path)?,
+        };
         let no_replace = mode == WriteMode::Create && !special;
         if let Err(e) = self.install(path, &dir, name, data, no_replace) {
             remove_made(&made);

@@ -26,6 +26,13 @@ pub(crate) struct Pg<'c> {
     lost: bool,
     /// It was found dead at `BEGIN`: nothing of the transaction ran.
     lost_at_begin: bool,
+    /// The next statement is the transaction's last: `COMMIT` goes out
+    /// right behind it, in the same round trip.
+    commit_next: bool,
+    /// Where that `COMMIT` left the transaction: `Some(true)` committed,
+    /// `Some(false)` ended without effect (the statement failed, so the
+    /// server rolled it back).
+    ended: Option<bool>,
 }
 
 type Begin<'c> = Pin<Box<dyn Future<Output = Result<(), tokio_postgres::Error>> + 'c>>;
@@ -38,6 +45,8 @@ impl<'c> Pg<'c> {
             begin: None,
             lost: false,
             lost_at_begin: false,
+            commit_next: false,
+            ended: None,
         }
     }
 
@@ -92,6 +101,65 @@ impl<'c> Pg<'c> {
                 self.lost = true;
                 Err(PostgresError::NoAnswer(limit))
             }
+        }
+    }
+
+    /// Runs the prepared (cached) statement `sql` through `run`; when it is
+    /// the transaction's last ([`commit_next`](Self::commit_next)), sends
+    /// `COMMIT` right behind it, so statement and commit share a round trip
+    /// (with a pending `BEGIN`, all three do). Requests go out in the order
+    /// first polled, and a cached statement is sent on its first poll, so
+    /// `COMMIT` always follows the statement. A statement that fails ends
+    /// the transaction there (the server answers the `COMMIT` of a failed
+    /// transaction with a rollback).
+    fn statement<T, F, Fut>(&mut self, sql: &str, run: F) -> Result<T, PostgresError>
+    where
+        F: FnOnce(tokio_postgres::Statement) -> Fut,
+        Fut: Future<Output = Result<T, tokio_postgres::Error>>,
+    {
+        let conn = self.conn;
+        if !std::mem::take(&mut self.commit_next) {
+            return self.answer(async {
+                let st = conn.prepare_cached(sql).await?;
+                run(st).await
+            });
+        }
+        let both = self.answer(async {
+            let st = conn.prepare_cached(sql).await?;
+            let mut stmt = pin!(run(st));
+            let mut commit = pin!(conn.batch_execute("COMMIT"));
+            let (mut done, mut committed) = (None, None);
+            std::future::poll_fn(|cx| {
+                if done.is_none()
+                    && let Poll::Ready(r) = stmt.as_mut().poll(cx)
+                {
+                    done = Some(r);
+                }
+                if committed.is_none()
+                    && let Poll::Ready(r) = commit.as_mut().poll(cx)
+                {
+                    committed = Some(r);
+                }
+                match (done.take(), committed.take()) {
+                    (Some(d), Some(c)) => Poll::Ready(Ok((d, c))),
+                    (d, c) => {
+                        (done, committed) = (d, c);
+                        Poll::Pending
+                    }
+                }
+            })
+            .await
+        });
+        match both {
+            Ok((Ok(v), Ok(()))) => {
+                self.ended = Some(true);
+                Ok(v)
+            }
+            Ok((Err(e), _)) | Ok((Ok(_), Err(e))) => {
+                self.ended = Some(false);
+                Err(self.fail(e))
+            }
+            Err(e) => Err(e),
         }
     }
 
@@ -174,10 +242,7 @@ impl Dialect for Pg<'_> {
     ) -> Result<Option<T>, PostgresError> {
         let conn = self.conn;
         let ps = params(ps);
-        let row = self.answer(async {
-            let st = conn.prepare_cached(sql).await?;
-            conn.query_opt(&st, &ps).await
-        })?;
+        let row = self.statement(sql, |st| async move { conn.query_opt(&st, &ps).await })?;
         row.map(|r| f(&PgRow(r))).transpose()
     }
 
@@ -189,20 +254,14 @@ impl Dialect for Pg<'_> {
     ) -> Result<Vec<T>, PostgresError> {
         let conn = self.conn;
         let ps = params(ps);
-        let rows = self.answer(async {
-            let st = conn.prepare_cached(sql).await?;
-            conn.query(&st, &ps).await
-        })?;
+        let rows = self.statement(sql, |st| async move { conn.query(&st, &ps).await })?;
         rows.into_iter().map(|r| f(&PgRow(r))).collect()
     }
 
     fn run(&mut self, sql: &str, ps: &[Param<'_>]) -> Result<(), PostgresError> {
         let conn = self.conn;
         let ps = params(ps);
-        self.answer(async {
-            let st = conn.prepare_cached(sql).await?;
-            conn.execute(&st, &ps).await
-        })?;
+        self.statement(sql, |st| async move { conn.execute(&st, &ps).await })?;
         Ok(())
     }
 }
@@ -221,6 +280,9 @@ enum TxState {
     Lost,
     /// Lost at `BEGIN`: nothing ran, the mutation may start over.
     LostAtBegin,
+    /// Ended without effect by the `COMMIT` sent behind a failed last
+    /// statement: nothing to roll back.
+    Ended,
 }
 
 impl Drop for PgTx<'_> {
@@ -229,6 +291,8 @@ impl Drop for PgTx<'_> {
             self.state.set(TxState::LostAtBegin);
         } else if self.pg.lost {
             self.state.set(TxState::Lost);
+        } else if self.pg.ended == Some(false) {
+            self.state.set(TxState::Ended);
         }
     }
 }
@@ -262,11 +326,24 @@ impl Dialect for PgTx<'_> {
     fn run(&mut self, sql: &str, ps: &[Param<'_>]) -> Result<(), PostgresError> {
         self.pg.run(sql, ps)
     }
+
+    fn last_statement(&mut self) {
+        self.pg.commit_next = true;
+    }
 }
 
 impl Commit for PgTx<'_> {
     fn commit(mut self) -> Result<(), PostgresError> {
-        self.pg.simple("COMMIT")?;
+        match self.pg.ended {
+            // Committed behind the last statement.
+            Some(true) => {}
+            Some(false) => {
+                return Err(PostgresError::Database(
+                    "the transaction was rolled back".into(),
+                ));
+            }
+            None => self.pg.simple("COMMIT")?,
+        }
         self.state.set(TxState::Committed);
         Ok(())
     }
@@ -338,7 +415,7 @@ impl Backend for Db {
                 pg.begin = Some(Box::pin(conn.batch_execute(&begin)));
                 let out = f(PgTx { pg, state: &state });
                 match state.get() {
-                    TxState::Committed => lent.keep = true,
+                    TxState::Committed | TxState::Ended => lent.keep = true,
                     TxState::Lost | TxState::LostAtBegin => {}
                     TxState::Open => lent.keep = Pg::new(self, conn).simple("ROLLBACK").is_ok(),
                 }
