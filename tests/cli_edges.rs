@@ -218,3 +218,79 @@ fn tenant_reaches_rows_written_through_for_tenant() {
         "{history:?}"
     );
 }
+
+/// Runs the binary as an unprivileged user when this test runs as root
+/// (root reads a directory of mode 000), else as is. `None` when neither
+/// can make a directory unreadable.
+#[cfg(unix)]
+fn as_unprivileged(cwd: &Path, args: &[&str]) -> Option<Output> {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .ok()
+        .map(|o| text(&o.stdout).trim() == "0")?;
+    let mut c = if root {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "nobody", "--", BIN]);
+        c
+    } else {
+        Command::new(BIN)
+    };
+    let out = c
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("CLAUDE_MEMORY_DIR")
+        .env_remove("CLAUDE_MEMORY_STORE")
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    Some(out)
+}
+
+/// Issue 18, edge 10: `stats` stopped at one unreadable subdirectory,
+/// where `view` copes; and writing commands on a store the user may only
+/// read said "Permission denied" without saying what needs write access.
+#[cfg(unix)]
+#[test]
+fn stats_copes_with_an_unreadable_subdirectory_and_writes_say_what_they_need() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir_in("/tmp").expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let store = dir.path().join("mem");
+    std::fs::create_dir(&store).expect("store");
+    std::fs::write(store.join("a.md"), "hello\n").expect("file");
+    std::fs::create_dir(store.join("locked")).expect("locked");
+    std::fs::write(store.join("locked/b.md"), "hidden\n").expect("file");
+    for p in [&store, &dir.path().to_path_buf()] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    std::fs::set_permissions(store.join("a.md"), std::fs::Permissions::from_mode(0o644))
+        .expect("chmod");
+    std::fs::set_permissions(store.join("locked"), std::fs::Permissions::from_mode(0o000))
+        .expect("chmod");
+    let spec = store.display().to_string();
+    let Some(stats) = as_unprivileged(dir.path(), &["--store", &spec, "stats"]) else {
+        println!("skipped: no way to run as an unprivileged user");
+        return;
+    };
+    if text(&stats.stderr).contains("runuser") {
+        println!("skipped: runuser failed: {}", text(&stats.stderr));
+        return;
+    }
+    assert_eq!(stats.status.code(), Some(0), "{stats:?}");
+    assert!(
+        text(&stats.stdout).contains("files: 1"),
+        "{}",
+        text(&stats.stdout)
+    );
+    let view = as_unprivileged(dir.path(), &["--store", &spec, "view", "/memories"]).expect("view");
+    assert_eq!(view.status.code(), Some(0), "{view:?}");
+    // A writing command on a store this user may only read.
+    let serve = as_unprivileged(dir.path(), &["--store", &spec, "serve"]).expect("serve");
+    assert_eq!(serve.status.code(), Some(1), "{serve:?}");
+    let err = text(&serve.stderr);
+    assert!(err.contains("write access"), "{err}");
+    assert!(err.contains("view, stats and export only read"), "{err}");
+    std::fs::set_permissions(store.join("locked"), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
+}

@@ -82,9 +82,9 @@ pub fn walk<S: MemoryStore + ?Sized>(
 /// [`walk`], except that a directory below `start` that cannot be listed
 /// (no permission, removed meanwhile, a storage failure) is walked as if
 /// empty instead of ending the walk: its `Enter` and `Leave` still come.
-/// For directory views, where one unreadable subdirectory must not hide
-/// every other file.
-pub(crate) fn walk_skipping_unlistable<S: MemoryStore + ?Sized>(
+/// For directory views and statistics, where one unreadable subdirectory
+/// must not hide every other file.
+pub fn walk_skipping_unlistable<S: MemoryStore + ?Sized>(
     store: &S,
     start: &MemoryPath,
     order: Order,

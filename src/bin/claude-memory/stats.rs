@@ -4,7 +4,8 @@ use std::time::SystemTime;
 
 use claude_memory::human_size;
 use claude_memory::path::MemoryPath;
-use claude_memory::store::{Flow, Order, Step, walk};
+use claude_memory::store::walk::walk_skipping_unlistable;
+use claude_memory::store::{Flow, Order, Step};
 
 use crate::output::{Outcome, failed, out};
 
@@ -18,7 +19,9 @@ struct Totals {
 
 pub fn stats(tool: &crate::Tool) -> Outcome {
     let mut t = Totals::default();
-    walk(
+    // As `view` does: a subdirectory that cannot be listed counts as
+    // empty instead of hiding every other file.
+    walk_skipping_unlistable(
         tool.store(),
         &MemoryPath::root(),
         Order::AsListed,

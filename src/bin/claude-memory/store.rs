@@ -104,6 +104,13 @@ pub enum Access {
     Create,
 }
 
+/// Why a writing command cannot use a store this user may only read.
+fn needs_write_access(shown: &str, what: &str) -> String {
+    format!(
+        "cannot open the store {shown} for writing: permission denied (serve, import, prune and the history commands that change it need write access to {what}; view, stats and export only read)"
+    )
+}
+
 /// `--tenant`'s value, checked as `TenantId::parse` checks it.
 pub fn tenant(id: Option<&str>) -> Result<Option<TenantId>, Failure> {
     id.map(|id| TenantId::parse(id).map_err(|e| Failure::Usage(format!("--tenant {id:?}: {e}"))))
@@ -145,6 +152,9 @@ fn open_base(
                         io::ErrorKind::NotADirectory => {
                             format!("cannot open the store {shown}: it is not a directory")
                         }
+                        io::ErrorKind::PermissionDenied if access != Access::Read => {
+                            needs_write_access(&shown.to_string(), "the directory, to take its lock and write")
+                        }
                         _ => format!("cannot open the store {shown}: {e}"),
                     })
                 })?;
@@ -170,6 +180,18 @@ fn open_sqlite(
     if access != Access::Create && !path.is_file() {
         return Err(Failure::Failed(format!(
             "no SQLite store at {shown}: the file does not exist (mistyped? `serve` or `import` create one)"
+        )));
+    }
+    if access != Access::Read
+        && path.is_file()
+        && std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .is_err_and(|e| e.kind() == io::ErrorKind::PermissionDenied)
+    {
+        return Err(Failure::Failed(needs_write_access(
+            &shown.to_string(),
+            "the database file and its directory",
         )));
     }
     // Reading commands open read-only: another program's database (or a

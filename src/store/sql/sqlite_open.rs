@@ -12,6 +12,15 @@ use rusqlite::Connection;
 /// store is as private as the filesystem store and backups. An existing
 /// file keeps its mode (the operator chose it).
 pub(crate) fn create_private(path: &Path) -> io::Result<()> {
+    // Names SQLite gives a meaning of its own (an in-memory or temporary
+    // database, a `file:` URI) are no file to make here.
+    let name = path.as_os_str();
+    if name.is_empty()
+        || name == ":memory:"
+        || path.to_str().is_some_and(|p| p.starts_with("file:"))
+    {
+        return Ok(());
+    }
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -44,4 +53,20 @@ pub(super) fn has_schema(conn: &Connection) -> rusqlite::Result<bool> {
         |r| r.get::<_, i64>(0),
     )
     .map(|n| n > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sqlite_names_that_are_no_file_create_none() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cwd = std::env::current_dir().expect("cwd");
+        for name in ["", ":memory:", "file:x.db?mode=memory"] {
+            super::create_private(std::path::Path::new(name)).expect(name);
+            assert!(!cwd.join(name).is_file() || name.is_empty(), "{name}");
+        }
+        let real = dir.path().join("m.db");
+        super::create_private(&real).expect("real");
+        assert!(real.is_file());
+    }
 }
