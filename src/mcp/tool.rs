@@ -46,8 +46,9 @@ ASSUME INTERRUPTION: Your context window might be reset at any moment, so you ri
 /// The input schema: every field of SPEC §1, `command` an enum of the six
 /// names. Only `command` is required here: which other fields a command
 /// needs is checked by the handler, whose answer is the SPEC §4 string a
-/// model can act on (a client that validates against a `oneOf` would
-/// instead refuse the call before the model sees why).
+/// model can act on (a client that validates against a `oneOf`, a
+/// `minimum` or an item count would instead refuse the call before the
+/// model sees SPEC's answer).
 pub fn input_schema() -> JsonObject {
     let schema = json!({
         "type": "object",
@@ -64,14 +65,12 @@ pub fn input_schema() -> JsonObject {
             "view_range": {
                 "type": "array",
                 "items": {"type": "integer"},
-                "minItems": 2,
-                "maxItems": 2,
                 "description": "view of a file only: [start, end], 1-based and inclusive; end -1 means the last line"
             },
             "file_text": {"type": "string", "description": "create: the whole content of the new file"},
             "old_str": {"type": "string", "description": "str_replace: the text to replace; it must appear exactly once"},
             "new_str": {"type": "string", "description": "str_replace: the replacement (absent: delete old_str)"},
-            "insert_line": {"type": "integer", "minimum": 0, "description": "insert: the line after which to insert (0 for the top)"},
+            "insert_line": {"type": "integer", "description": "insert: the line after which to insert (0 for the top)"},
             "insert_text": {"type": "string", "description": "insert: the text to insert"},
             "old_path": {"type": "string", "description": "rename: the file or directory to move"},
             "new_path": {"type": "string", "description": "rename: where to move it"}

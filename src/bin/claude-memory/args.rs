@@ -51,6 +51,11 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub history: bool,
 
+    /// Only this tenant's memories: /memories of the store's
+    /// /memories/TENANT (lowercase letters, digits, _ - .)
+    #[arg(long, global = true, value_name = "TENANT")]
+    pub tenant: Option<String>,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -64,6 +69,15 @@ pub enum Command {
     /// lines get no answer. Exits 0 at end of input. Creates a directory
     /// store if it is missing.
     Serve,
+
+    /// Serve the memory tool over MCP (stdio, or streamable HTTP).
+    ///
+    /// Without --http: MCP over stdin/stdout, for `claude mcp add` and
+    /// Claude Desktop. With --http ADDR: streamable HTTP at
+    /// http://ADDR/mcp, which needs --token-file (or, on a loopback
+    /// address only, --allow-unauthenticated). Creates a directory store
+    /// if it is missing. SIGINT/SIGTERM stop it after the calls in flight.
+    Mcp(crate::mcp::McpArgs),
 
     /// Show PATH as the model would see it.
     ///

@@ -5,7 +5,7 @@
 //! - `output`: stdout/stderr, broken pipes, failures and exit statuses.
 //! - one file per command: `view`, `backup` (export, import), `prune`,
 //!   `stats`, `history` (history, show, diff, revert, restore, redact,
-//!   history prune); `serve` is the stdio bridge.
+//!   history prune), `mcp` (the MCP server); `serve` is the stdio bridge.
 //!
 //! Exit status: 0 success (and a closed stdout), 1 the operation failed,
 //! 2 usage error. No argument list makes it panic.
@@ -13,6 +13,7 @@
 mod args;
 mod backup;
 mod history;
+mod mcp;
 mod output;
 mod prune;
 mod stats;
@@ -65,10 +66,14 @@ fn run(cli: Cli) -> Outcome {
     // A store that keeps a history records every change, with the flag or
     // not; `--history` starts one.
     let with_history = cli.history || history::exists(&spec);
+    let tenant = cli.tenant.as_deref().map(mcp::tenant).transpose()?;
     let open = |access: Access| -> Result<Tool, Failure> {
         let mut store = store::open(&spec, access)?;
         if with_history && access != Access::Read {
             store = Box::new(history::open(&spec, store, access, true)?);
+        }
+        if let Some(tenant) = &tenant {
+            store = Box::new(claude_memory::TenantStore::new(store, tenant.clone()));
         }
         Ok(MemoryTool::with_config(store, config.clone()))
     };
@@ -86,6 +91,7 @@ fn run(cli: Cli) -> Outcome {
                 },
             )
         }
+        Command::Mcp(args) => mcp::run(&spec, with_history, config.clone(), tenant.clone(), args),
         Command::View { path, range } => view::view(&open(Access::Read)?, &path, range),
         Command::Export { output } => backup::export(&open(Access::Read)?, output.as_deref()),
         Command::Import { file, overwrite } => {
