@@ -106,9 +106,10 @@ mod serve {
         args: McpArgs,
     ) -> Outcome {
         let tokens = match &args.token_file {
-            Some(file) => Some(Tokens::from_file(file).map_err(|e| {
-                Failure::Usage(format!("--token-file {}: {e}", file.display()))
-            })?),
+            Some(file) => Some(
+                Tokens::from_file(file)
+                    .map_err(|e| Failure::Usage(format!("--token-file {}: {e}", file.display())))?,
+            ),
             None => None,
         };
         if args.http.is_none() && (tokens.is_some() || args.allow_unauthenticated) {
@@ -137,7 +138,11 @@ mod serve {
             let base = Arc::clone(&base);
             let config = config.clone();
             server.with_tenants(move |t| {
-                tool(TenantStore::new(Arc::clone(&base), t.clone()), &config, secrets)
+                tool(
+                    TenantStore::new(Arc::clone(&base), t.clone()),
+                    &config,
+                    secrets,
+                )
             })
         } else {
             server
