@@ -273,3 +273,60 @@ async fn shutdown_finishes_the_call_in_flight_and_sends_its_answer() {
         Some("Here's the content of /memories/late.md with line numbers:\n     1\tkept")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_hangs_up_mid_call_loses_nothing() {
+    use std::io::Write;
+    let slow = from_fn(|_path: &claude_memory::MemoryPath, _text: &str| {
+        std::thread::sleep(Duration::from_millis(500));
+        Decision::Allow
+    });
+    let store = Arc::new(InMemoryStore::new());
+    let server = MemoryServer::new(MemoryTool::new(Arc::clone(&store)).with_policy(slow));
+    let (stop, task) = start(server.clone(), 55520, options()).await;
+    let s = tokio::task::spawn_blocking(|| session(55520, TOKEN))
+        .await
+        .unwrap();
+    let text = "line\n".repeat(50_000);
+    let body =
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "memory",
+        "arguments": {"command": "create", "path": "/memories/hung-up.md", "file_text": text}}})
+        .to_string();
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", 55520)).unwrap();
+    write!(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:55520\r\nAuthorization: Bearer {TOKEN}\r\nMcp-Session-Id: {s}\r\nMCP-Protocol-Version: 2025-06-18\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+    conn.flush().unwrap();
+    // Hang up once the call is running, before its answer.
+    while server.calls_in_flight() == 0 {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    drop(conn);
+    server.calls_finished().await;
+    let check = MemoryTool::new(Arc::clone(&store));
+    let v = check.dispatch(
+        &json!({"command": "view", "path": "/memories/hung-up.md", "view_range": [49_999, -1]}),
+    );
+    assert_eq!(
+        v.text(),
+        Some(
+            "Here's the content of /memories/hung-up.md with line numbers:\n 49999\tline\n 50000\tline"
+        )
+    );
+    // The server goes on.
+    let port = 55520;
+    let a = tokio::task::spawn_blocking(move || {
+        let s = session(port, TOKEN);
+        call(
+            port,
+            TOKEN,
+            &s,
+            1,
+            "memory",
+            json!({"command": "view", "path": "/memories/hung-up.md", "view_range": [1, 1]}),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(text_of(&a).1, false, "{a}");
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}
