@@ -326,7 +326,76 @@ async fn a_client_that_hangs_up_mid_call_loses_nothing() {
     })
     .await
     .unwrap();
-    assert_eq!(text_of(&a).1, false, "{a}");
+    assert!(!text_of(&a).1, "{a}");
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_mapped_to_a_tenant_sees_only_that_tenants_memories() {
+    let base = Arc::new(InMemoryStore::new());
+    let tenant_base = Arc::clone(&base);
+    let server = MemoryServer::new(MemoryTool::new(Arc::clone(&base))).with_tenants(move |t| {
+        MemoryTool::new(claude_memory::TenantStore::new(
+            Arc::clone(&tenant_base),
+            t.clone(),
+        ))
+    });
+    let tokens = Tokens::parse(
+        "alice-token-0123456789 alice\nbob-token-0123456789 bob\nadmin-token-0123456789\n",
+    )
+    .unwrap();
+    let (stop, task) = start(server, 55529, HttpOptions::default().with_tokens(tokens)).await;
+    tokio::task::spawn_blocking(|| {
+        let port = 55529;
+        let (alice, bob, admin) = (
+            "alice-token-0123456789",
+            "bob-token-0123456789",
+            "admin-token-0123456789",
+        );
+        let sa = session(port, alice);
+        let a = call(
+            port,
+            alice,
+            &sa,
+            1,
+            "memory",
+            json!({"command": "create", "path": "/memories/secret.md", "file_text": "alice's"}),
+        );
+        assert!(!text_of(&a).1, "{a}");
+        // Bob, even on Alice's session id, sees his own /memories.
+        let a = call(
+            port,
+            bob,
+            &sa,
+            2,
+            "memory",
+            json!({"command": "view", "path": "/memories/secret.md"}),
+        );
+        assert_eq!(
+            text_of(&a),
+            (
+                "The path /memories/secret.md does not exist. Please provide a valid path.".into(),
+                true
+            )
+        );
+        // A token without a tenant sees the whole store.
+        let sd = session(port, admin);
+        let a = call(
+            port,
+            admin,
+            &sd,
+            3,
+            "memory",
+            json!({"command": "view", "path": "/memories/alice/secret.md"}),
+        );
+        assert_eq!(
+            text_of(&a).0,
+            "Here's the content of /memories/alice/secret.md with line numbers:\n     1\talice's"
+        );
+    })
+    .await
+    .unwrap();
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();
 }

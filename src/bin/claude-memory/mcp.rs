@@ -21,8 +21,8 @@ pub enum Secrets {
 #[derive(Debug, clap::Args)]
 pub struct McpArgs {
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio
-    /// (such as 127.0.0.1:8765)
-    #[arg(long, value_name = "ADDR")]
+    /// [default ADDR: 127.0.0.1:8765, loopback]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
     pub http: Option<SocketAddr>,
     /// Bearer tokens, one a line, each optionally followed by the tenant
     /// it sees (`TOKEN alice`); `#` starts a comment
