@@ -45,7 +45,7 @@ mod tests {
             label(Some("claude-code"), Some("abc-1")),
             "claude-code@abc-1"
         );
-        assert_eq!(label(Some("evil\n\u{1b}[2J"), None), "evil____2J");
+        assert_eq!(label(Some("evil\n\u{1b}[2J"), None), "evil___2J");
         assert_eq!(label(None, Some("s")), "mcp-client@s");
         assert_eq!(label(Some(""), None), "mcp-client");
         assert_eq!(clean(&"x".repeat(10_000)).len(), 64);
