@@ -103,7 +103,19 @@ struct Server {
 }
 
 impl Server {
+    /// Starts the server, again if its port is taken for a moment (the
+    /// fixed test ports lie in the system's ephemeral range).
     fn start(args: &[&str]) -> Server {
+        for _ in 0..50 {
+            if let Some(server) = Server::try_start(args) {
+                return server;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the server did not start: {args:?}");
+    }
+
+    fn try_start(args: &[&str]) -> Option<Server> {
         let mut child = Command::new(BIN)
             .args(args)
             .stderr(Stdio::piped())
@@ -113,7 +125,11 @@ impl Server {
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let mut line = String::new();
         let _ = err.read_line(&mut line);
-        assert!(line.contains("serving http://"), "server said: {line}");
+        if !line.contains("serving http://") {
+            assert!(line.contains("cannot listen"), "server said: {line}");
+            let _ = child.wait();
+            return None;
+        }
         // Keep draining stderr so the server never blocks on it.
         std::thread::spawn(move || {
             let mut sink = String::new();
@@ -121,7 +137,7 @@ impl Server {
                 sink.clear();
             }
         });
-        Server { child }
+        Some(Server { child })
     }
 
     fn peak_rss_kib(&self) -> Option<u64> {

@@ -22,6 +22,32 @@ fn options() -> HttpOptions {
     HttpOptions::default().with_tokens(Tokens::single(TOKEN).unwrap())
 }
 
+/// Binds `port`, retrying for a while: the fixed test ports lie in the
+/// system's ephemeral range, so an outgoing connection may hold one for a
+/// moment.
+async fn bind(
+    port: u16,
+    server: MemoryServer,
+    options: HttpOptions,
+) -> Result<HttpServer, claude_memory::mcp::HttpError> {
+    let mut tries = 0;
+    loop {
+        match HttpServer::bind(
+            ([127, 0, 0, 1], port).into(),
+            server.clone(),
+            options.clone(),
+        )
+        .await
+        {
+            Err(claude_memory::mcp::HttpError::Bind { .. }) if tries < 50 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Binds, serves on the current runtime, returns the port and the stop.
 async fn start(
     server: MemoryServer,
@@ -31,9 +57,7 @@ async fn start(
     tokio::sync::oneshot::Sender<()>,
     tokio::task::JoinHandle<std::io::Result<()>>,
 ) {
-    let http = HttpServer::bind(([127, 0, 0, 1], port).into(), server, options)
-        .await
-        .expect("bind");
+    let http = bind(port, server, options).await.expect("bind");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(http.serve(async move {
         let _ = stopped.await;
@@ -223,13 +247,15 @@ async fn refuses_to_serve_without_tokens_unless_asked_and_only_on_loopback() {
         e,
         Err(claude_memory::mcp::HttpError::UnauthenticatedNotLoopback(_))
     ));
-    let ok = HttpServer::bind(
-        ([127, 0, 0, 1], 55524).into(),
+    let ok = bind(
+        55524,
         server(),
         HttpOptions::default().allow_unauthenticated(),
     )
     .await;
-    assert!(ok.is_ok());
+    if let Err(e) = ok {
+        panic!("{e}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
