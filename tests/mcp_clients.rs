@@ -106,7 +106,7 @@ impl Server {
     /// Starts the server, again if its port is taken for a moment (the
     /// fixed test ports lie in the system's ephemeral range).
     fn start(args: &[&str]) -> Server {
-        for _ in 0..50 {
+        for _ in 0..100 {
             if let Some(server) = Server::try_start(args) {
                 return server;
             }
@@ -353,7 +353,12 @@ fn write_calls(dir: &Path) -> PathBuf {
 #[test]
 fn python_sdk_over_stdio_and_streamable_http() {
     let Some(py) = python() else { return };
-    for mode in ["legacy", "auto"] {
+    // A port per mode (tests/mcp_server.rs, whose ports these are, runs
+    // in another test binary, never at the same time), so a server still
+    // shutting down never holds the next one's port.
+    for (mode, port) in [("legacy", 55526), ("auto", 55521)] {
+        let addr = format!("127.0.0.1:{port}");
+        let url = format!("http://{addr}/mcp");
         let dir = fresh_store();
         let store = dir.path().join("store");
         let mut cmd = Command::new(&py);
