@@ -378,7 +378,7 @@ fn python_sdk_over_stdio_and_streamable_http() {
             store.to_str().unwrap(),
             "mcp",
             "--http",
-            "127.0.0.1:55526",
+            &addr,
             "--token-file",
             tokens.to_str().unwrap(),
         ]);
@@ -386,14 +386,7 @@ fn python_sdk_over_stdio_and_streamable_http() {
         cmd.arg(py_script())
             .arg("calls")
             .arg(write_calls(dir.path()))
-            .args([
-                "--mode",
-                mode,
-                "--http",
-                "http://127.0.0.1:55526/mcp",
-                "--token",
-                TOKEN,
-            ]);
+            .args(["--mode", mode, "--http", &url, "--token", TOKEN]);
         check(&format!("python http {mode}"), &run_json(cmd));
     }
 }
