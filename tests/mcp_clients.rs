@@ -378,7 +378,7 @@ fn python_sdk_over_stdio_and_streamable_http() {
             store.to_str().unwrap(),
             "mcp",
             "--http",
-            &addr,
+            addr.as_str(),
             "--token-file",
             tokens.to_str().unwrap(),
         ]);
