@@ -386,7 +386,7 @@ fn python_sdk_over_stdio_and_streamable_http() {
         cmd.arg(py_script())
             .arg("calls")
             .arg(write_calls(dir.path()))
-            .args(["--mode", mode, "--http", &url, "--token", TOKEN]);
+            .args(["--mode", mode, "--http", url.as_str(), "--token", TOKEN]);
         check(&format!("python http {mode}"), &run_json(cmd));
     }
 }
