@@ -49,6 +49,7 @@
 //! | `postgres` | `PostgresStore` |
 //! | `cli` | the `claude-memory` command-line tool |
 //! | `tracing` | one `tracing` span per command (no file content) |
+//! | `mcp` | [`mcp`]: the tool served over the Model Context Protocol (stdio, streamable HTTP) |
 //! | `conformance` | the `conformance` suite, to prove your own store |
 //!
 //! # Where things live
@@ -117,6 +118,8 @@ pub mod definition;
 pub mod expiry;
 pub mod history;
 mod lines;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod numbered;
 pub mod path;
 pub mod policy;

@@ -91,6 +91,15 @@ pub enum Command {
     /// store if it is missing.
     Serve,
 
+    /// Serve the memory tool over MCP (stdio, or streamable HTTP).
+    ///
+    /// Without --http: MCP over stdin/stdout, for `claude mcp add` and
+    /// Claude Desktop. With --http ADDR: streamable HTTP at
+    /// http://ADDR/mcp, which needs --token-file (or, on a loopback
+    /// address only, --allow-unauthenticated). Creates a directory store
+    /// if it is missing. SIGINT/SIGTERM stop it after the calls in flight.
+    Mcp(crate::mcp::McpArgs),
+
     /// Show PATH as the model would see it.
     ///
     /// Prints what the model would see for `view PATH`. Exits 1 if the view

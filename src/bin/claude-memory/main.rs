@@ -5,7 +5,7 @@
 //! - `output`: stdout/stderr, broken pipes, failures and exit statuses.
 //! - one file per command: `view`, `backup` (export, import), `prune`,
 //!   `stats`, `history` (history, show, diff, revert, restore, redact,
-//!   history prune); `serve` is the stdio bridge.
+//!   history prune), `mcp` (the MCP server); `serve` is the stdio bridge.
 //!
 //! Exit status: 0 success (and a closed stdout), 1 the operation failed,
 //! 2 usage error. No argument list makes it panic.
@@ -15,6 +15,7 @@ mod backup;
 mod check;
 mod crypt;
 mod history;
+mod mcp;
 mod output;
 mod prune;
 mod stats;
@@ -117,6 +118,17 @@ fn run(cli: Cli) -> Outcome {
                     _ => failed(format_args!("serve stopped: {e}")),
                 },
             )
+        }
+        Command::Mcp(args) => {
+            let (mut store, sealer) =
+                crypt::wrap(store::open(&spec, tenant, Access::Create)?, ring.as_ref())?;
+            if with_history {
+                store = Box::new(
+                    history::open(&spec, tenant, store, Access::Create, true, sealer.as_ref())?
+                        .with_label("claude-memory-mcp"),
+                );
+            }
+            mcp::run(store, config.clone(), args)
         }
         Command::View { path, range } => view::view(&open(Access::Read)?, &path, range),
         Command::Export { output, .. } => backup::export(&open(Access::Read)?, output.as_deref()),

@@ -1,0 +1,226 @@
+//! [`HttpServer`]: the memory tool over MCP's streamable HTTP transport at
+//! `http://ADDR/mcp`, safe by default: loopback unless told otherwise,
+//! bearer tokens required (or, on loopback only, explicitly waived),
+//! `Host` and `Origin` checked against DNS rebinding, bodies, sessions and
+//! requests in flight bounded, and a graceful shutdown that finishes the
+//! calls in flight.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::mcp::MemoryServer;
+use crate::mcp::auth::Tokens;
+use crate::mcp::guard::{self, Guards, Posts};
+
+/// How the HTTP server is bounded and who may use it. The defaults are
+/// safe: tokens required, loopback `Origin`s only, 8 MiB bodies (a 1 MiB
+/// file whose every character JSON-escapes to six), 64 sessions idle for
+/// at most 5 minutes, 64 requests in flight, 30 s for calls in flight to
+/// finish on shutdown.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpOptions {
+    /// The accepted tokens; `None` serves without a token, which needs
+    /// `allow_unauthenticated` and a loopback address.
+    pub tokens: Option<Tokens>,
+    /// Serve without tokens (loopback only).
+    pub allow_unauthenticated: bool,
+    /// Browser `Origin`s allowed besides loopback ones (exact match, such
+    /// as `https://app.example.com`).
+    pub allowed_origins: Vec<String>,
+    /// `Host` names allowed besides loopback ones and the bound address
+    /// (a public server's own name).
+    pub allowed_hosts: Vec<String>,
+    /// Largest request body, in bytes (larger: 413).
+    pub max_body_bytes: usize,
+    /// Sessions open at once (more: 503).
+    pub max_sessions: usize,
+    /// Requests in flight at once, streamed responses included (more: 503).
+    pub max_in_flight: usize,
+    /// A session unused this long is closed.
+    pub session_idle: Duration,
+    /// How long a shutdown waits for calls in flight.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            tokens: None,
+            allow_unauthenticated: false,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            max_body_bytes: 8 * 1024 * 1024,
+            max_sessions: 64,
+            max_in_flight: 64,
+            session_idle: Duration::from_secs(300),
+            shutdown_grace: Duration::from_secs(30),
+        }
+    }
+}
+
+impl HttpOptions {
+    /// Requires one of `tokens` on every request.
+    pub fn with_tokens(mut self, tokens: Tokens) -> Self {
+        self.tokens = Some(tokens);
+        self
+    }
+
+    /// Serves without tokens (refused unless the address is loopback).
+    pub fn allow_unauthenticated(mut self) -> Self {
+        self.allow_unauthenticated = true;
+        self
+    }
+}
+
+/// Why the HTTP server would not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpError {
+    /// No tokens and no `allow_unauthenticated`.
+    #[error(
+        "no token file: give one (--token-file) or, on a loopback address only, --allow-unauthenticated"
+    )]
+    NoTokens,
+    /// `allow_unauthenticated` on an address other machines can reach.
+    #[error(
+        "serving without tokens is allowed only on a loopback address (127.0.0.1, ::1), not {0}"
+    )]
+    UnauthenticatedNotLoopback(SocketAddr),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+/// A bound, not yet serving, HTTP server.
+///
+/// ```no_run
+/// use claude_memory::mcp::{HttpOptions, HttpServer, MemoryServer, Tokens, shutdown_signal};
+/// use claude_memory::{MemoryTool, SqliteStore};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = MemoryServer::new(MemoryTool::new(SqliteStore::open("memory.db")?));
+/// let options = HttpOptions::default().with_tokens(Tokens::from_file("tokens".as_ref())?);
+/// let http = HttpServer::bind("127.0.0.1:8765".parse()?, server, options).await?;
+/// http.serve(shutdown_signal()).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct HttpServer {
+    listener: TcpListener,
+    server: MemoryServer,
+    options: HttpOptions,
+}
+
+impl HttpServer {
+    /// Checks the options against `addr` and binds it.
+    pub async fn bind(
+        addr: SocketAddr,
+        server: MemoryServer,
+        options: HttpOptions,
+    ) -> Result<HttpServer, HttpError> {
+        if options.tokens.is_none() {
+            if !options.allow_unauthenticated {
+                return Err(HttpError::NoTokens);
+            }
+            if !addr.ip().is_loopback() {
+                return Err(HttpError::UnauthenticatedNotLoopback(addr));
+            }
+        }
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| HttpError::Bind { addr, source })?;
+        Ok(HttpServer {
+            listener,
+            server,
+            options,
+        })
+    }
+
+    /// The address bound (with the port the system chose for port 0).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until `shutdown` resolves, then stops taking connections,
+    /// lets the calls in flight finish and their answers go out (up to
+    /// `shutdown_grace`), closes every session and returns.
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let HttpServer {
+            listener,
+            server,
+            options,
+        } = self;
+        let addr = listener.local_addr()?;
+        let cancel = CancellationToken::new();
+        let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+        if !addr.ip().is_unspecified() {
+            hosts.push(addr.ip().to_string());
+        }
+        hosts.extend(options.allowed_hosts.iter().cloned());
+        let mut sessions = LocalSessionManager::default();
+        sessions.session_config.keep_alive = Some(options.session_idle);
+        let sessions = Arc::new(sessions);
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(hosts)
+            .with_max_request_body_bytes(options.max_body_bytes)
+            .with_cancellation_token(cancel.child_token());
+        let factory_server = server.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(factory_server.clone()),
+            Arc::clone(&sessions),
+            config,
+        );
+        let posts = Arc::new(Posts::default());
+        let guards = Arc::new(Guards {
+            tokens: options.tokens.clone(),
+            allowed_origins: options.allowed_origins.clone(),
+            permits: Arc::new(Semaphore::new(options.max_in_flight.max(1))),
+            sessions,
+            max_sessions: options.max_sessions.max(1),
+            posts: Arc::clone(&posts),
+        });
+        let router = axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn_with_state(guards, guard::check));
+
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let grace = options.shutdown_grace;
+        let drain = tokio::spawn(async move {
+            shutdown.await;
+            // Stop accepting; then let the calls in flight finish and
+            // their answers be sent before the streams are cut.
+            let _ = stop.send(true);
+            let _ = tokio::time::timeout(grace, async {
+                server.calls_finished().await;
+                posts.finished().await;
+            })
+            .await;
+            cancel.cancel();
+        });
+        let mut stopped_rx = stopped.clone();
+        let result = axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                let _ = stopped_rx.wait_for(|s| *s).await;
+            })
+            .await;
+        drain.abort();
+        result
+    }
+}
