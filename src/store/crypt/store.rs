@@ -84,8 +84,32 @@ impl<S: MemoryStore> EncryptedStore<S> {
                 quota: Mutex::new(()),
             }),
         };
+        store.check_names()?;
         store.recover_moves()?;
         Ok(store)
+    }
+
+    /// Refuses a key record that is not this store's: one copied from
+    /// another store made with the same key opens (its keys are right)
+    /// but its name key decrypts none of the names here. Entries of the
+    /// root are tried until one decrypts (usually the first), so this
+    /// costs one listing of the root at open; a file planted beside
+    /// genuine ones does not stop the store opening (its listing reports
+    /// it, SPEC §7).
+    fn check_names(&self) -> Result<(), CryptError> {
+        let root = MemoryPath::root();
+        let entries = self.inner.list(&root).map_err(CryptError::Store)?;
+        let mut ours = entries
+            .iter()
+            .filter(|e| !e.name.starts_with(CONTROL_PREFIX))
+            .peekable();
+        if ours.peek().is_none() || ours.any(|e| self.keys.names.decrypt(&root, &e.name).is_some())
+        {
+            return Ok(());
+        }
+        Err(CryptError::Record(
+            "no stored name decrypts with this key record's name key: the key record is another store's (restore this store's own), or every name here was planted",
+        ))
     }
 
     /// The wrapped store (what it holds is ciphertext).
