@@ -46,10 +46,14 @@ fn open_all(dir: &std::path::Path) -> Vec<Box<dyn MemoryStore>> {
     let mut stores: Vec<Box<dyn MemoryStore>> = vec![Box::new(over_fs), Box::new(over_mem)];
     #[cfg(feature = "postgres")]
     if let Ok(url) = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL") {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
         let id = format!(
-            "enctokio{}-{}",
+            "enctokio{}-{}-{nanos}",
             std::process::id(),
-            stores.len() + dir.as_os_str().len()
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
         let pg = claude_memory::PostgresStore::connect(&url, 2)
             .expect("connect")
