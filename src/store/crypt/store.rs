@@ -312,8 +312,16 @@ impl<S: MemoryStore> EncryptedStore<S> {
             .inner
             .read(&ep, limit.saturating_add(OVERHEAD))
             .map_err(|e| self.outer(e, &[(&ep, path)]))?;
+        let id = seal::key_id_of(&file.data);
+        let data = self
+            .keys
+            .sealers
+            .iter()
+            .find(|s| Some(s.id()) == id)
+            .and_then(|s| s.open_owned(file.data, path.normalized().as_bytes()))
+            .ok_or_else(|| StoreError::Integrity { path: path.clone() })?;
         Ok(FileContent {
-            data: self.unseal(path, &file.data)?,
+            data,
             version: file.version,
         })
     }
