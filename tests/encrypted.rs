@@ -49,6 +49,11 @@ mod over_postgres {
     static N: AtomicU64 = AtomicU64::new(0);
 
     pub fn fresh() -> Option<claude_memory::PostgresStore> {
+        fresh_with_id().map(|(store, _)| store)
+    }
+
+    /// A fresh tenant's store, and the tenant id (a history log's scope).
+    pub fn fresh_with_id() -> Option<(claude_memory::PostgresStore, String)> {
         let Ok(url) = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL") else {
             assert!(
                 std::env::var_os("CLAUDE_MEMORY_REQUIRE_POSTGRES").is_none(),
@@ -66,7 +71,8 @@ mod over_postgres {
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         );
-        Some(store.for_tenant(&claude_memory::TenantId::parse(&id).expect("tenant id")))
+        let tenant = store.for_tenant(&claude_memory::TenantId::parse(&id).expect("tenant id"));
+        Some((tenant, id))
     }
 
     claude_memory::conformance_tests!(|run| {
@@ -98,5 +104,28 @@ mod history_over_filesystem {
         run(&store, &move || {
             Arc::new(sealer.wrap(FileLog::for_store(&path).expect("log"))) as Arc<dyn HistoryLog>
         });
+    });
+}
+
+/// The history cases over the encrypted PostgreSQL store, its log (a
+/// `PostgresLog` in the same database) sealed with the store's keys.
+#[cfg(feature = "postgres")]
+mod history_over_postgres {
+    use super::*;
+    use claude_memory::history::PostgresLog;
+
+    claude_memory::history_conformance_tests!(|run| {
+        let Some((base, scope)) = super::over_postgres::fresh_with_id() else {
+            return;
+        };
+        let Ok(url) = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL") else {
+            return;
+        };
+        let store = EncryptedStore::open(base, ring()).expect("open");
+        let log: Arc<dyn HistoryLog> = Arc::new(SealedLog::new(
+            PostgresLog::connect(&url, &scope).expect("log"),
+            &store,
+        ));
+        run(&store, &|| Arc::clone(&log));
     });
 }

@@ -102,9 +102,19 @@ fn main() {
         "{:<18} {:>12} {:>12} {:>7} {:>6}",
         "operation", "plain µs", "encrypted µs", "ratio", "goal"
     );
+    // CRYPT_BENCH_ONLY=view runs only the operations whose name holds it
+    // (to profile one, e.g. under callgrind).
+    let only = std::env::var("CRYPT_BENCH_ONLY").unwrap_or_default();
     for (name, op, goal) in ops {
+        if !name.contains(only.as_str()) {
+            continue;
+        }
         let (mut p, mut e) = (Vec::new(), Vec::new());
-        for round in 0..ROUNDS {
+        let rounds = std::env::var("CRYPT_BENCH_ROUNDS")
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(ROUNDS);
+        for round in 0..rounds {
             for (tool, out, tag) in [(&plain, &mut p, 0), (&enc, &mut e, 1)] {
                 let start = Instant::now();
                 for i in 0..PER_ROUND {

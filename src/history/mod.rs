@@ -1,6 +1,6 @@
 //! Memory history: every change kept, attributable and reversible.
 //!
-//! [`HistoryStore`] wraps any [`MemoryStore`] (filesystem, in-memory,
+//! [`HistoryStore`] wraps any [`MemoryStore`](crate::MemoryStore) (filesystem, in-memory,
 //! SQLite, PostgreSQL, a tenant's store) and records a [`Revision`] for
 //! every successful change — create, `str_replace`, `insert`, delete,
 //! rename — into a [`HistoryLog`] kept outside the live namespace (the

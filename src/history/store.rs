@@ -14,11 +14,11 @@ use crate::store::{
     StoreError, StoreResult, Updated, Version, WriteMode,
 };
 
-/// A store that keeps every change: see the [module](self).
+/// A store that keeps every change: see the [module](crate::history).
 ///
 /// Wrap the store and give it a log, once, where the store is opened:
-/// [`MemoryLog`] for an [`InMemoryStore`](crate::InMemoryStore),
-/// [`FileLog::for_store`] for a filesystem store, `SqliteLog` /
+/// [`MemoryLog`](crate::history::MemoryLog) for an [`InMemoryStore`](crate::InMemoryStore),
+/// [`FileLog::for_store`](crate::history::FileLog::for_store) for a filesystem store, `SqliteLog` /
 /// `PostgresLog` for the database stores; for tenants wrap each
 /// tenant's store, with a log of its own. Changes made through the
 /// wrapper are serialized in-process. Ids stay monotonic across

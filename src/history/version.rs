@@ -52,9 +52,9 @@ pub struct Revision {
     pub from: Option<String>,
     /// When.
     pub time: SystemTime,
-    /// The handler's label ([`HistoryStore::with_label`]).
+    /// The handler's label ([`HistoryStore::with_label`](crate::history::HistoryStore::with_label)).
     pub actor: Option<String>,
-    /// The per-call actor, such as the `tool_use` id ([`with_call`]).
+    /// The per-call actor, such as the `tool_use` id ([`with_call`](crate::history::with_call)).
     pub call: Option<String>,
     /// Lowercase hex sha256 of the content.
     pub sha256: String,
@@ -63,7 +63,7 @@ pub struct Revision {
     /// The content after the change (for a delete, the content removed);
     /// `None` once redacted.
     pub content: Option<Vec<u8>>,
-    /// Whether the content was erased by [`HistoryStore::redact`].
+    /// Whether the content was erased by [`HistoryStore::redact`](crate::history::HistoryStore::redact).
     pub redacted: bool,
     /// Why the history made it: `revert to v7`, `restore to …`, `repair: …`.
     pub note: Option<String>,
@@ -96,7 +96,7 @@ pub enum HistoryError {
     Redacted(u64),
 }
 
-/// Which versions [`HistoryStore::versions`] lists; every filter set must
+/// Which versions [`HistoryStore::versions`](crate::history::HistoryStore::versions) lists; every filter set must
 /// match.
 #[derive(Debug, Clone, Default)]
 pub struct Query {
@@ -112,7 +112,7 @@ pub struct Query {
     pub actor: Option<String>,
 }
 
-/// What the open of a [`HistoryStore`] repaired.
+/// What the open of a [`HistoryStore`](crate::history::HistoryStore) repaired.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RepairReport {
     /// Versions dropped: their change never reached the store (a crash
@@ -147,7 +147,7 @@ impl std::fmt::Display for RepairReport {
     }
 }
 
-/// What [`HistoryStore::restore`] did.
+/// What [`HistoryStore::restore`](crate::history::HistoryStore::restore) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RestoreReport {
     /// Files written back.
@@ -163,7 +163,7 @@ pub struct RestoreReport {
     pub failed: Vec<(String, String)>,
 }
 
-/// How long versions are kept ([`HistoryStore::prune`]). The latest
+/// How long versions are kept ([`HistoryStore::prune`](crate::history::HistoryStore::prune)). The latest
 /// version of a live file is always kept, so the history still matches
 /// the store.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

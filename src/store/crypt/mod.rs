@@ -16,6 +16,7 @@
 //!   rotation, resumable after a kill at any point.
 //! - [`SealedLog`]: a history log whose versions stay encrypted.
 
+mod cache;
 pub mod key;
 mod log;
 mod moves;

@@ -63,10 +63,20 @@ impl<S: MemoryStore> EncryptedStore<S> {
         }
         StoreError::check_depth(from, to, below)?;
         let journal = self.write_journal(from, to)?;
-        let moved = self.move_tree(from, to, WriteMode::Create);
-        let cleared = self.inner().delete(&journal);
-        moved?;
-        cleared.map_err(|e| self.outer(e, &[(&journal, from)]))
+        if let Err(e) = self.move_tree(from, to, WriteMode::Create) {
+            // All or nothing (SPEC §7): a move that failed part way (a
+            // full disk, a store gone away) is undone. `to` did not exist
+            // before, and the source goes last, so removing `to` restores
+            // the store. If even that fails, the journal stays and the
+            // next open finishes the move instead, as after a kill.
+            if matches!(self.delete(to), Ok(()) | Err(StoreError::NotFound { .. })) {
+                let _ = self.inner().delete(&journal);
+            }
+            return Err(e);
+        }
+        self.inner()
+            .delete(&journal)
+            .map_err(|e| self.outer(e, &[(&journal, from)]))
     }
 
     fn write_journal(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<MemoryPath> {
@@ -92,7 +102,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
             source: Box::new(e),
         })?;
         let sealed = self.keys().sealers[0]
-            .seal(&body, JOURNAL_CONTEXT)
+            .seal(&body, &self.journal_context(&name))
             .map_err(backend)?;
         self.inner()
             .write(&path, &sealed, WriteMode::Create)
@@ -172,6 +182,26 @@ impl<S: MemoryStore> EncryptedStore<S> {
         }
     }
 
+    /// What a journal is sealed for: its own file name and this store's
+    /// name key (through a name it encrypts), so a journal copied from
+    /// another store made with the same key, or renamed, fails its check
+    /// instead of moving this store's files.
+    fn journal_context(&self, name: &str) -> Vec<u8> {
+        let store = self
+            .keys()
+            .names
+            .encrypt(&MemoryPath::root(), "move journal")
+            .unwrap_or_default();
+        [
+            JOURNAL_CONTEXT,
+            b"\0",
+            name.as_bytes(),
+            b"\0",
+            store.as_bytes(),
+        ]
+        .concat()
+    }
+
     /// Finishes every move a killed process left journalled.
     pub(crate) fn recover_moves(&self) -> Result<(), CryptError> {
         let root = MemoryPath::root();
@@ -194,7 +224,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
                 .sealers
                 .iter()
                 .find(|s| Some(s.id()) == id)
-                .and_then(|s| s.open(&sealed, JOURNAL_CONTEXT))
+                .and_then(|s| s.open(&sealed, &self.journal_context(&entry.name)))
                 .ok_or(CryptError::Record(
                     "a move journal failed its integrity check",
                 ))?;

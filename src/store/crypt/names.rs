@@ -34,6 +34,9 @@ pub(crate) const TOO_LONG: &str = "a name in an encrypted store is at most 127 b
 pub(crate) struct NameCipher {
     key: Zeroizing<[u8; 64]>,
     siv: Mutex<Aes256Siv>,
+    /// What this key already encrypted or decrypted (pure functions of
+    /// their inputs, so remembering them changes no answer).
+    pub(crate) memo: super::cache::NameMemo,
 }
 
 impl NameCipher {
@@ -43,6 +46,7 @@ impl NameCipher {
         NameCipher {
             key,
             siv: Mutex::new(siv),
+            memo: super::cache::NameMemo::default(),
         }
     }
 
@@ -122,7 +126,11 @@ fn base32_decode(text: &str) -> Option<Vec<u8>> {
     let mut buffer: u32 = 0;
     let mut bits = 0;
     for c in text.bytes() {
-        let value = ALPHABET.iter().position(|&a| a == c)? as u32;
+        let value = match c {
+            b'a'..=b'z' => u32::from(c - b'a'),
+            b'2'..=b'7' => u32::from(c - b'2') + 26,
+            _ => return None,
+        };
         buffer = (buffer << 5) | value;
         bits += 5;
         if bits >= 8 {

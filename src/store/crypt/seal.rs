@@ -10,7 +10,7 @@
 //! [1: format = 1][8: key id][24: nonce][len + 16: ciphertext and tag]
 //! ```
 
-use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::aead::{Aead, AeadInPlace, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 
 use super::CryptError;
@@ -87,6 +87,27 @@ impl Sealer {
                 },
             )
             .ok()
+    }
+}
+
+impl Sealer {
+    /// [`open`](Self::open) in place: the stored bytes become the
+    /// plaintext, with no second buffer (a view's whole cost beyond the
+    /// read is this one pass over the file).
+    pub(crate) fn open_owned(&self, mut sealed: Vec<u8>, context: &[u8]) -> Option<Vec<u8>> {
+        if sealed.len() < OVERHEAD as usize || sealed[0] != FORMAT {
+            return None;
+        }
+        let (header, rest) = sealed.split_at_mut(HEADER);
+        let (body, tag) = rest.split_at_mut(rest.len() - TAG_BYTES);
+        let nonce = XNonce::from_slice(&header[1 + KEY_ID_BYTES..]);
+        let aad = associated(header, context);
+        self.cipher
+            .decrypt_in_place_detached(nonce, &aad, body, (&*tag).into())
+            .ok()?;
+        sealed.truncate(sealed.len() - TAG_BYTES);
+        sealed.drain(..HEADER);
+        Some(sealed)
     }
 }
 

@@ -84,8 +84,32 @@ impl<S: MemoryStore> EncryptedStore<S> {
                 quota: Mutex::new(()),
             }),
         };
+        store.check_names()?;
         store.recover_moves()?;
         Ok(store)
+    }
+
+    /// Refuses a key record that is not this store's: one copied from
+    /// another store made with the same key opens (its keys are right)
+    /// but its name key decrypts none of the names here. Entries of the
+    /// root are tried until one decrypts (usually the first), so this
+    /// costs one listing of the root at open; a file planted beside
+    /// genuine ones does not stop the store opening (its listing reports
+    /// it, SPEC §7).
+    fn check_names(&self) -> Result<(), CryptError> {
+        let root = MemoryPath::root();
+        let entries = self.inner.list(&root).map_err(CryptError::Store)?;
+        let mut ours = entries
+            .iter()
+            .filter(|e| !e.name.starts_with(CONTROL_PREFIX))
+            .peekable();
+        if ours.peek().is_none() || ours.any(|e| self.keys.names.decrypt(&root, &e.name).is_some())
+        {
+            return Ok(());
+        }
+        Err(CryptError::Record(
+            "no stored name decrypts with this key record's name key: the key record is another store's (restore this store's own), or every name here was planted",
+        ))
     }
 
     /// The wrapped store (what it holds is ciphertext).
@@ -107,7 +131,15 @@ impl<S: MemoryStore> EncryptedStore<S> {
     }
 
     /// The stored path of `path`; `None` if a name is too long to exist.
+    ///
+    /// Remembered per path (see `cache`): a hit is one lookup instead of
+    /// one AES-SIV and one path check per component.
     pub(crate) fn enc(&self, path: &MemoryPath) -> Option<MemoryPath> {
+        let memo = &self.keys.names.memo;
+        let key = path.normalized();
+        if let Some(stored) = memo.path(&key) {
+            return Some(stored);
+        }
         let mut plain = MemoryPath::root();
         let mut stored = MemoryPath::root();
         for name in path.components() {
@@ -115,6 +147,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
             stored = stored.join(&e)?;
             plain = plain.join(name)?;
         }
+        memo.put_path(key, stored.clone());
         Some(stored)
     }
 
@@ -279,8 +312,16 @@ impl<S: MemoryStore> EncryptedStore<S> {
             .inner
             .read(&ep, limit.saturating_add(OVERHEAD))
             .map_err(|e| self.outer(e, &[(&ep, path)]))?;
+        let id = seal::key_id_of(&file.data);
+        let data = self
+            .keys
+            .sealers
+            .iter()
+            .find(|s| Some(s.id()) == id)
+            .and_then(|s| s.open_owned(file.data, path.normalized().as_bytes()))
+            .ok_or_else(|| StoreError::Integrity { path: path.clone() })?;
         Ok(FileContent {
-            data: self.unseal(path, &file.data)?,
+            data,
             version: file.version,
         })
     }
@@ -337,18 +378,30 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
             .list(&ed)
             .map_err(|e| self.outer(e, &[(&ed, dir)]))?;
         let mut out = Vec::with_capacity(entries.len());
+        let memo = &self.keys.names.memo;
+        let stored_dir = ed.normalized();
         for entry in entries {
             if dir.is_root() && entry.name.starts_with(CONTROL_PREFIX) {
                 continue;
             }
-            let name = self
-                .keys
-                .names
-                .decrypt(dir, &entry.name)
-                .filter(|n| dir.is_valid_child(n))
-                // SPEC §7: an entry that is not ours is reported, never
-                // skipped.
-                .ok_or_else(|| StoreError::Integrity { path: dir.clone() })?;
+            // Remembered by (stored directory, stored name): the stored
+            // directory names the plaintext one, so a hit is the name
+            // this key decrypts there, already checked.
+            let name = match memo.name(&stored_dir, &entry.name) {
+                Some(name) => name,
+                None => {
+                    let name = self
+                        .keys
+                        .names
+                        .decrypt(dir, &entry.name)
+                        .filter(|n| dir.is_valid_child(n))
+                        // SPEC §7: an entry that is not ours is reported,
+                        // never skipped.
+                        .ok_or_else(|| StoreError::Integrity { path: dir.clone() })?;
+                    memo.put_name(&stored_dir, &entry.name, name.clone());
+                    name
+                }
+            };
             let len = match entry.kind {
                 EntryKind::File => entry.len.saturating_sub(OVERHEAD),
                 EntryKind::Directory => entry.len,
