@@ -160,6 +160,20 @@ pub fn parse_url(url: &str) -> Result<(CloudScheme, String, String), CloudError>
 }
 
 impl CloudStore {
+    /// Installs rustls's ring provider as the process default, unless a
+    /// provider is installed already. Call it before building an
+    /// object_store client of your own with this crate's `s3`, `azure` or
+    /// `gcs` features: their HTTP client (reqwest on rustls) is built
+    /// without a provider of its own, so that every feature combination
+    /// has exactly one (ring, which the PostgreSQL store uses too, and
+    /// which needs no C toolchain), and building it with none installed
+    /// panics. [`from_url`](Self::from_url) calls it for you.
+    #[cfg(feature = "cloud-http")]
+    pub fn install_crypto_provider() {
+        // An error means a provider is installed already: reqwest uses it.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+
     /// Opens `s3://BUCKET/PREFIX`, `az://CONTAINER/PREFIX` or
     /// `gs://BUCKET/PREFIX`, configured from the standard environment
     /// variables as object_store's `from_env` builders read them
@@ -181,10 +195,7 @@ impl CloudStore {
         retry: object_store::RetryConfig,
         settings: impl FnOnce(CloudBuilder) -> CloudBuilder,
     ) -> Result<CloudStore, CloudError> {
-        // One crypto provider for rustls in every feature combination:
-        // ring, as the PostgreSQL store uses (an error means one is
-        // already installed, which reqwest then uses).
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        CloudStore::install_crypto_provider();
         let (scheme, bucket, prefix) = parse_url(url)?;
         let config = |e: object_store::Error| CloudError::Config(e.to_string());
         let store: Arc<dyn ObjectStore> = match scheme {
