@@ -299,3 +299,45 @@ fn the_store_works_on_any_thread() {
         });
     }
 }
+
+/// The history conformance cases with the log in the bucket (`CloudLog`).
+macro_rules! history_on {
+    ($name:ident, $backend:literal) => {
+        mod $name {
+            use claude_memory::history::HistoryLog;
+            use std::sync::Arc;
+            claude_memory::history_conformance_tests!(|run| {
+                if let Some(store) = super::fresh($backend) {
+                    let log = || -> Arc<dyn HistoryLog> {
+                        Arc::new(claude_memory::CloudLog::for_store(&store))
+                    };
+                    run(&store, &log);
+                }
+            });
+        }
+    };
+}
+history_on!(s3_history, "s3");
+history_on!(azure_history, "azure");
+
+/// The conformance suite on a tenant of a cloud store (`TenantStore`).
+mod s3_tenant {
+    claude_memory::conformance_tests!(|run| {
+        if let Some(s) = super::fresh("s3") {
+            run(&claude_memory::TenantStore::new(
+                s,
+                claude_memory::TenantId::parse("alice").expect("id"),
+            ))
+        }
+    });
+}
+mod azure_tenant {
+    claude_memory::conformance_tests!(|run| {
+        if let Some(s) = super::fresh("azure") {
+            run(&claude_memory::TenantStore::new(
+                s,
+                claude_memory::TenantId::parse("alice").expect("id"),
+            ))
+        }
+    });
+}

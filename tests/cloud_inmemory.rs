@@ -28,3 +28,14 @@ fn a_backend_without_conditional_updates_is_refused_at_open() {
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
+
+mod history {
+    use claude_memory::history::HistoryLog;
+    use std::sync::Arc;
+    claude_memory::history_conformance_tests!(|run| {
+        let store = super::fresh();
+        let log =
+            || -> Arc<dyn HistoryLog> { Arc::new(claude_memory::CloudLog::for_store(&store)) };
+        run(&store, &log);
+    });
+}

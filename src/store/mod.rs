@@ -31,7 +31,7 @@ pub use error::{RemoteCause, StoreError, StoreResult};
 pub use fs::{FilesystemStore, FilesystemStoreBuilder};
 pub use memory::InMemoryStore;
 #[cfg(feature = "cloud")]
-pub use object::{CloudBuilder, CloudError, CloudScheme, CloudStore, parse_cloud_url};
+pub use object::{CloudBuilder, CloudError, CloudLog, CloudScheme, CloudStore, parse_cloud_url};
 pub use op::Op;
 #[cfg(feature = "postgres")]
 pub use sql::{PostgresBuilder, PostgresError, PostgresStore};

@@ -27,7 +27,7 @@ fn history_file(spec: &StoreSpec) -> Option<std::path::PathBuf> {
             file.push(".claude-memory-history");
             Some(std::path::PathBuf::from(file))
         }
-        StoreSpec::Postgres(_) => None,
+        StoreSpec::Postgres(_) | StoreSpec::Cloud(_) => None,
     }
 }
 
@@ -58,6 +58,7 @@ fn log(spec: &StoreSpec, start: bool) -> Result<Box<dyn HistoryLog>, Failure> {
             sqlite_log(&file)
         }
         StoreSpec::Postgres(url) => postgres_log(url),
+        StoreSpec::Cloud(url) => crate::cloud::log(url),
     }
 }
 

@@ -12,6 +12,7 @@
 
 mod args;
 mod backup;
+mod cloud;
 mod history;
 mod output;
 mod prune;

@@ -19,6 +19,8 @@ pub enum StoreSpec {
     Sqlite(PathBuf),
     /// `postgres://…` or `postgresql://…`.
     Postgres(String),
+    /// `s3://BUCKET/PREFIX`, `az://CONTAINER/PREFIX`, `gs://BUCKET/PREFIX`.
+    Cloud(String),
 }
 
 impl StoreSpec {
@@ -39,11 +41,12 @@ impl StoreSpec {
                 "postgres" | "postgresql" if rest.starts_with("//") => {
                     Ok(StoreSpec::Postgres(text.to_owned()))
                 }
+                "s3" | "az" | "gs" => crate::cloud::parse(scheme, rest, text),
                 "postgres" | "postgresql" => Err(Failure::Usage(format!(
                     "`{text}` is not a PostgreSQL URL: write {scheme}://USER@HOST/DATABASE"
                 ))),
                 _ => Err(Failure::Usage(format!(
-                    "unknown kind of store `{scheme}:` in `{text}`: give a directory, sqlite:PATH or a postgres:// URL (for a directory whose name has a colon, write ./{text})"
+                    "unknown kind of store `{scheme}:` in `{text}`: give a directory, sqlite:PATH, a postgres:// URL or s3://, az://, gs://BUCKET/PREFIX (for a directory whose name has a colon, write ./{text})"
                 ))),
             };
         }
@@ -128,6 +131,7 @@ pub fn open(spec: &StoreSpec, access: Access) -> Result<Box<dyn MemoryStore>, Fa
         }
         StoreSpec::Sqlite(path) => open_sqlite(path, access),
         StoreSpec::Postgres(url) => open_postgres(url),
+        StoreSpec::Cloud(url) => crate::cloud::open(url),
     }
 }
 

@@ -103,7 +103,9 @@ pub(super) async fn bytes_below(
     let mut stream = store.list(prefix(&key));
     while let Some(meta) = stream.next().await {
         let meta = meta?;
-        if name_of(&meta.location).is_some_and(|n| is_reserved(&n)) {
+        // The crate's own objects (markers, records, the history's
+        // versions) are no memory: any reserved level leaves a key out.
+        if meta.location.parts().any(|p| is_reserved(&decode(&p))) {
             continue;
         }
         total = total.saturating_add(meta.size);

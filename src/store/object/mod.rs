@@ -16,6 +16,7 @@
 mod cond;
 mod config;
 mod errors;
+mod history;
 mod intent;
 mod keys;
 mod listing;
@@ -29,6 +30,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
 
 pub use config::{CloudBuilder, CloudError, CloudScheme, parse_url as parse_cloud_url};
 use errors::Sent;
+pub use history::CloudLog;
 use keys::Layout;
 use runtime::Io;
 
