@@ -65,4 +65,6 @@ PY
 # What the tests (and `claude-memory --store s3://…` / `az://…`) read.
 export CLAUDE_MEMORY_TEST_S3_ENDPOINT="http://127.0.0.1:$S3_PORT"
 export CLAUDE_MEMORY_TEST_AZURE_ENDPOINT="http://127.0.0.1:$AZURITE_PORT/devstoreaccount1"
+# In CI the cloud tests must run, never skip.
+if [ "${CI:-}" = true ]; then export CLAUDE_MEMORY_REQUIRE_CLOUD=1; fi
 echo "cloud.sh: moto S3 on 127.0.0.1:$S3_PORT, Azurite blob on 127.0.0.1:$AZURITE_PORT" >&2

@@ -7,85 +7,19 @@
 #![cfg(all(feature = "s3", feature = "azure"))]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use claude_memory::object_store::ObjectStore;
-use claude_memory::object_store::aws::AmazonS3Builder;
-use claude_memory::object_store::azure::MicrosoftAzureBuilder;
 use claude_memory::{CloudStore, MemoryPath, MemoryStore, MemoryTool, TenantId, TenantStore};
 use serde_json::json;
 
+mod cloud_support;
 mod common;
 
-/// The bucket (S3) and container (Azure) `.ci/cloud.sh` creates.
-pub const BUCKET: &str = "claude-memory-test";
-/// Azurite's well-known development account key (public, in its docs).
-const AZURITE_KEY: &str =
-    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
-
-/// The backend's client, or `None` (with a printed line) when its server
-/// is not configured.
-pub fn bucket(backend: &str) -> Option<Arc<dyn ObjectStore>> {
-    let var = match backend {
-        "s3" => "CLAUDE_MEMORY_TEST_S3_ENDPOINT",
-        _ => "CLAUDE_MEMORY_TEST_AZURE_ENDPOINT",
-    };
-    let Ok(endpoint) = std::env::var(var) else {
-        assert!(
-            std::env::var_os("CLAUDE_MEMORY_REQUIRE_CLOUD").is_none(),
-            "CLAUDE_MEMORY_REQUIRE_CLOUD is set but {var} is not"
-        );
-        eprintln!("skipped: {var} is not set (run `source .ci/cloud.sh` first)");
-        return None;
-    };
-    CloudStore::install_crypto_provider();
-    Some(match backend {
-        "s3" => Arc::new(
-            AmazonS3Builder::new()
-                .with_endpoint(endpoint)
-                .with_allow_http(true)
-                .with_bucket_name(BUCKET)
-                .with_region("us-east-1")
-                .with_access_key_id("test")
-                .with_secret_access_key("test")
-                .build()
-                .expect("s3 client"),
-        ),
-        _ => Arc::new(
-            MicrosoftAzureBuilder::new()
-                .with_endpoint(endpoint)
-                .with_allow_http(true)
-                .with_account("devstoreaccount1")
-                .with_access_key(AZURITE_KEY)
-                .with_container_name(BUCKET)
-                .build()
-                .expect("azure client"),
-        ),
-    })
-}
-
-/// A prefix no other test or run uses.
-pub fn unique(tag: &str) -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!(
-        "t/{tag}-{}-{nanos}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-/// A fresh, empty store on `backend`.
-pub fn fresh(backend: &str) -> Option<CloudStore> {
-    let bucket = bucket(backend)?;
-    Some(CloudStore::open(bucket, &unique(backend)).expect("open"))
-}
+use cloud_support::{bucket, fresh, unique};
 
 mod s3 {
     claude_memory::conformance_tests!(|run| {
-        if let Some(s) = super::fresh("s3") {
+        if let Some(s) = crate::fresh("s3") {
             run(&s)
         }
     });
@@ -93,7 +27,7 @@ mod s3 {
 
 mod azure {
     claude_memory::conformance_tests!(|run| {
-        if let Some(s) = super::fresh("azure") {
+        if let Some(s) = crate::fresh("azure") {
             run(&s)
         }
     });
@@ -307,7 +241,7 @@ macro_rules! history_on {
             use claude_memory::history::HistoryLog;
             use std::sync::Arc;
             claude_memory::history_conformance_tests!(|run| {
-                if let Some(store) = super::fresh($backend) {
+                if let Some(store) = crate::fresh($backend) {
                     let log = || -> Arc<dyn HistoryLog> {
                         Arc::new(claude_memory::CloudLog::for_store(&store))
                     };
@@ -323,7 +257,7 @@ history_on!(azure_history, "azure");
 /// The conformance suite on a tenant of a cloud store (`TenantStore`).
 mod s3_tenant {
     claude_memory::conformance_tests!(|run| {
-        if let Some(s) = super::fresh("s3") {
+        if let Some(s) = crate::fresh("s3") {
             run(&claude_memory::TenantStore::new(
                 s,
                 claude_memory::TenantId::parse("alice").expect("id"),
@@ -333,7 +267,7 @@ mod s3_tenant {
 }
 mod azure_tenant {
     claude_memory::conformance_tests!(|run| {
-        if let Some(s) = super::fresh("azure") {
+        if let Some(s) = crate::fresh("azure") {
             run(&claude_memory::TenantStore::new(
                 s,
                 claude_memory::TenantId::parse("alice").expect("id"),
