@@ -76,7 +76,7 @@ fn edits_from_many_clients_are_never_lost() {
         let prefix = unique("race");
         let open =
             || MemoryTool::new(CloudStore::open(Arc::clone(&bucket), &prefix).expect("open"));
-        let race = common::insert_race(&open, "/memories/log.md", 4, 40);
+        let race = common::insert_race(open, "/memories/log.md", 4, 40);
         if race.in_file.is_empty() {
             println!(
                 "{:?}",

@@ -86,7 +86,7 @@ impl Layout {
     }
 
     /// The parts of `key` below the store's prefix, if it is below it.
-    pub(super) fn relative<'a>(&self, key: &'a Path) -> Option<Vec<String>> {
+    pub(super) fn relative(&self, key: &Path) -> Option<Vec<String>> {
         let rest = key.prefix_match(&self.prefix)?;
         Some(rest.map(|p| decode(&p)).collect())
     }
@@ -107,7 +107,7 @@ pub(super) fn decode(part: &PathPart<'_>) -> String {
 
 /// The last part of `key`, decoded.
 pub(super) fn name_of(key: &Path) -> Option<String> {
-    key.parts().last().map(|p| decode(&p))
+    key.parts().next_back().map(|p| decode(&p))
 }
 
 #[cfg(test)]

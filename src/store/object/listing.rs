@@ -74,7 +74,7 @@ pub(super) async fn children(
         });
     }
     for meta in listed.objects {
-        let Some(part) = meta.location.parts().last() else {
+        let Some(part) = meta.location.parts().next_back() else {
             continue;
         };
         let name = decode(&part);
