@@ -137,12 +137,18 @@ pub use async_tool::AsyncMemoryTool;
 pub use command::Command;
 pub use config::{Config, CreatePolicy};
 pub use definition::{AllowedCaller, MemoryToolDefinition};
+/// object_store, re-exported so a `CloudStore`'s backend is built against
+/// the same release (feature `cloud`).
+#[cfg(feature = "cloud")]
+pub use object_store;
 pub use path::{MemoryPath, PathError};
 pub use render::human_size;
 pub use result::{Content, ImageFormat, ToolResult};
 #[cfg(any(unix, windows))]
 pub use store::FilesystemStore;
 pub use store::TenantStore;
+#[cfg(feature = "cloud")]
+pub use store::{CloudBuilder, CloudError, CloudLog, CloudScheme, CloudStore, parse_cloud_url};
 pub use store::{InMemoryStore, MemoryStore, StoreError};
 #[cfg(feature = "postgres")]
 pub use store::{PostgresBuilder, PostgresError, PostgresStore};

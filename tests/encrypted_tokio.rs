@@ -15,15 +15,15 @@ use serde_json::json;
 /// Create, view, rename and view again, through the async tool.
 async fn round_trip<S: MemoryStore + 'static>(tool: AsyncMemoryTool<S>) {
     let created = tool
-        .dispatch(json!({"command": "create", "path": "/memories/t.md", "file_text": "secret\n"}))
+        .dispatch(&json!({"command": "create", "path": "/memories/t.md", "file_text": "secret\n"}))
         .await;
     assert!(!created.is_error, "{created:?}");
     let renamed = tool
-        .dispatch(json!({"command": "rename", "old_path": "/memories/t.md", "new_path": "/memories/d/u.md"}))
+        .dispatch(&json!({"command": "rename", "old_path": "/memories/t.md", "new_path": "/memories/d/u.md"}))
         .await;
     assert!(!renamed.is_error, "{renamed:?}");
     let view = tool
-        .dispatch(json!({"command": "view", "path": "/memories/d/u.md"}))
+        .dispatch(&json!({"command": "view", "path": "/memories/d/u.md"}))
         .await;
     assert_eq!(
         view.text(),

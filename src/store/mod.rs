@@ -14,6 +14,8 @@ mod error;
 mod fs;
 // Compiled everywhere, so its tests run on every platform.
 mod memory;
+#[cfg(feature = "cloud")]
+mod object;
 mod op;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod sql;
@@ -31,6 +33,8 @@ pub use error::{RemoteCause, StoreError, StoreResult};
 #[cfg(any(unix, windows))]
 pub use fs::{FilesystemStore, FilesystemStoreBuilder};
 pub use memory::InMemoryStore;
+#[cfg(feature = "cloud")]
+pub use object::{CloudBuilder, CloudError, CloudLog, CloudScheme, CloudStore, parse_cloud_url};
 pub use op::Op;
 #[cfg(feature = "postgres")]
 pub use sql::{PostgresBuilder, PostgresError, PostgresStore};

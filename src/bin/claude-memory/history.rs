@@ -31,7 +31,7 @@ fn history_file(spec: &StoreSpec, tenant: Option<&TenantId>) -> Option<std::path
             file.push(".claude-memory-history");
             Some(std::path::PathBuf::from(file))
         }
-        StoreSpec::Postgres(_) => None,
+        StoreSpec::Postgres(_) | StoreSpec::Cloud(_) => None,
     }
 }
 
@@ -70,6 +70,13 @@ fn log(
             sqlite_log(&file, scope)
         }
         StoreSpec::Postgres(url) => postgres_log(url, scope),
+        // A tenant's versions would share the bucket's one log with every
+        // other tenant's (and a restore could apply them): refused until
+        // the log is kept per tenant.
+        StoreSpec::Cloud(_) if tenant.is_some() => Err(Failure::Usage(
+            "--history with --tenant is not supported on a cloud store yet: keep a history per store, not per tenant".into(),
+        )),
+        StoreSpec::Cloud(url) => crate::cloud::log(url),
     }
 }
 

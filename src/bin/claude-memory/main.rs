@@ -13,6 +13,7 @@
 mod args;
 mod backup;
 mod check;
+mod cloud;
 mod crypt;
 mod history;
 mod mcp;

@@ -19,6 +19,8 @@ pub enum StoreSpec {
     Sqlite(PathBuf),
     /// `postgres://…` or `postgresql://…`.
     Postgres(String),
+    /// `s3://BUCKET/PREFIX`, `az://CONTAINER/PREFIX`, `gs://BUCKET/PREFIX`.
+    Cloud(String),
 }
 
 impl StoreSpec {
@@ -39,11 +41,12 @@ impl StoreSpec {
                 "postgres" | "postgresql" if rest.starts_with("//") => {
                     Ok(StoreSpec::Postgres(text.to_owned()))
                 }
+                "s3" | "az" | "gs" => crate::cloud::parse(scheme, rest, text),
                 "postgres" | "postgresql" => Err(Failure::Usage(format!(
                     "`{text}` is not a PostgreSQL URL: write {scheme}://USER@HOST/DATABASE"
                 ))),
                 _ => Err(Failure::Usage(format!(
-                    "unknown kind of store `{scheme}:` in `{text}`: give a directory, sqlite:PATH or a postgres:// URL (for a directory whose name has a colon, write ./{text})"
+                    "unknown kind of store `{scheme}:` in `{text}`: give a directory, sqlite:PATH, a postgres:// URL or s3://, az://, gs://BUCKET/PREFIX (for a directory whose name has a colon, write ./{text})"
                 ))),
             };
         }
@@ -127,7 +130,9 @@ pub fn open(
 ) -> Result<Box<dyn MemoryStore>, Failure> {
     let store = open_base(spec, tenant, access)?;
     Ok(match (spec, tenant) {
-        (StoreSpec::Dir(_), Some(tenant)) => Box::new(TenantStore::new(store, tenant.clone())),
+        (StoreSpec::Dir(_) | StoreSpec::Cloud(_), Some(tenant)) => {
+            Box::new(TenantStore::new(store, tenant.clone()))
+        }
         _ => store,
     })
 }
@@ -162,6 +167,7 @@ fn open_base(
         }
         StoreSpec::Sqlite(path) => open_sqlite(path, tenant, access),
         StoreSpec::Postgres(url) => open_postgres(url, tenant),
+        StoreSpec::Cloud(url) => crate::cloud::open(url),
     }
 }
 

@@ -1,0 +1,242 @@
+//! `CloudStore`: memories in cloud object storage (S3 and S3-compatible
+//! services, Azure Blob Storage, Google Cloud Storage, or any
+//! `Arc<dyn ObjectStore>`), feature `cloud` (and `s3`, `azure`, `gcs`).
+//!
+//! - `keys`: where files, empty directories and the crate's own objects
+//!   live in the bucket.
+//! - `cond`: conditional writes and the update loop.
+//! - `intent`: the intent record of multi-object renames and deletes, its
+//!   recovery, and the lease that serializes size-limited writes.
+//! - `listing`: directory listings and subtree totals.
+//! - `errors`: object_store's errors as SPEC §4's, without hosts or keys.
+//! - `config`: the builder, timeouts, retries, `s3://`/`az://`/`gs://`.
+//! - `runtime`: the small Tokio runtime the store owns.
+//! - `ops`: the [`MemoryStore`](crate::MemoryStore) primitives.
+
+mod cond;
+mod config;
+mod errors;
+mod history;
+mod intent;
+mod keys;
+mod listing;
+mod ops;
+mod runtime;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
+
+pub use config::{CloudBuilder, CloudError, CloudScheme, parse_url as parse_cloud_url};
+use errors::Sent;
+pub use history::CloudLog;
+use keys::Layout;
+use runtime::Io;
+
+use crate::path::MemoryPath;
+use crate::store::{StoreError, StoreResult};
+
+/// A store in cloud object storage, shared by any number of processes on
+/// any number of machines.
+///
+/// Files are objects under a prefix, byte for byte; creates are
+/// conditional (`If-None-Match`), edits conditional on the ETag they read
+/// and retried on conflict, so no concurrent update is lost; a directory
+/// rename or delete is recorded first and finished by the next open after
+/// an interruption. Open refuses a backend that cannot write conditionally
+/// (object_store's `LocalFileSystem`, an S3 service without conditional
+/// writes): it would lose updates. See the README's "Cloud object storage".
+///
+/// Cheap to clone (clones share the connection pool and I/O thread);
+/// `for_prefix` gives a store below another prefix of the same bucket.
+///
+/// ```
+/// use std::sync::Arc;
+/// use claude_memory::{CloudStore, MemoryTool};
+/// use object_store::memory::InMemory;
+/// use serde_json::json;
+///
+/// let bucket = Arc::new(InMemory::new());
+/// let tool = MemoryTool::new(CloudStore::open(bucket, "agents/alice")?);
+/// tool.dispatch(&json!({"command": "create", "path": "/memories/n.md", "file_text": "hi\n"}));
+/// let view = tool.dispatch(&json!({"command": "view", "path": "/memories/n.md"}));
+/// assert_eq!(view.text(), Some("Here's the content of /memories/n.md with line numbers:\n     1\thi"));
+/// # Ok::<(), claude_memory::CloudError>(())
+/// ```
+#[derive(Clone)]
+pub struct CloudStore {
+    store: Arc<dyn ObjectStore>,
+    layout: Layout,
+    io: Io,
+    settings: config::Settings,
+}
+
+impl std::fmt::Debug for CloudStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The store's Display names its bucket; keep it out of logs.
+        f.debug_struct("CloudStore").finish_non_exhaustive()
+    }
+}
+
+impl CloudStore {
+    /// Opens the store under `prefix` (`""` for the whole bucket) of any
+    /// object store, with the default settings; see [`builder`](Self::builder).
+    pub fn open(store: Arc<dyn ObjectStore>, prefix: &str) -> Result<CloudStore, CloudError> {
+        CloudStore::builder(store).prefix(prefix).open()
+    }
+
+    /// Settings for a store over `store`.
+    pub fn builder(store: Arc<dyn ObjectStore>) -> CloudBuilder {
+        CloudBuilder::new(store)
+    }
+
+    /// The same bucket below `prefix` relative to this store's prefix: a
+    /// store of its own (one per tenant, say), sharing this one's client.
+    pub fn for_prefix(&self, prefix: &str) -> CloudStore {
+        let mut store = self.clone();
+        store.layout = self.layout.below(prefix);
+        store
+    }
+
+    /// Runs one request (or a few) on the I/O thread, mapping its error
+    /// for `path`.
+    fn call<T, F>(&self, path: &MemoryPath, sent: Sent, fut: F) -> StoreResult<T>
+    where
+        F: Future<Output = object_store::Result<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let timeout = self.settings.timeout;
+        let guarded = async move {
+            match tokio::time::timeout(timeout, fut).await {
+                Ok(r) => Ok(r),
+                Err(_) => Err(()),
+            }
+        };
+        match self.io.run(guarded) {
+            Some(Ok(Ok(v))) => Ok(v),
+            Some(Ok(Err(e))) => Err(errors::map(e, path, sent, timeout)),
+            Some(Err(())) => {
+                let cause = crate::store::RemoteCause::TimedOut { after: timeout };
+                Err(match sent {
+                    Sent::Read => StoreError::Unreachable {
+                        path: path.clone(),
+                        cause,
+                        source: None,
+                    },
+                    Sent::Write => StoreError::OutcomeUnknown {
+                        path: path.clone(),
+                        cause,
+                        source: None,
+                    },
+                })
+            }
+            None => Err(StoreError::Backend {
+                path: path.clone(),
+                source: "the cloud store's I/O thread stopped".into(),
+            }),
+        }
+    }
+
+    /// Checks that the backend honours conditional writes: a create over
+    /// an existing object and an update on a wrong ETag must both fail.
+    fn probe(&self) -> Result<(), CloudError> {
+        let store = Arc::clone(&self.store);
+        let key = self.layout.own(keys::PROBE);
+        let outcome = self.io.run(async move {
+            store.put(&key, PutPayload::from_static(b"probe")).await?;
+            let create = store
+                .put_opts(
+                    &key,
+                    PutPayload::from_static(b"probe"),
+                    PutOptions::from(PutMode::Create),
+                )
+                .await;
+            let wrong = UpdateVersion {
+                e_tag: Some("\"claude-memory-no-such-etag\"".into()),
+                version: None,
+            };
+            let update = store
+                .put_opts(
+                    &key,
+                    PutPayload::from_static(b"probe"),
+                    PutOptions::from(PutMode::Update(wrong)),
+                )
+                .await;
+            Ok::<_, object_store::Error>((create, update))
+        });
+        let (create, update) = match outcome {
+            Some(Ok(pair)) => pair,
+            Some(Err(e)) => return Err(CloudError::Connect(Box::new(e))),
+            None => {
+                return Err(CloudError::Runtime(std::io::Error::other(
+                    "I/O thread stopped",
+                )));
+            }
+        };
+        match create {
+            Err(object_store::Error::AlreadyExists { .. }) => {}
+            Ok(_) => {
+                return Err(CloudError::NoConditionalWrites(
+                    "a create over an existing object succeeded",
+                ));
+            }
+            Err(
+                object_store::Error::NotImplemented { .. }
+                | object_store::Error::NotSupported { .. },
+            ) => {
+                return Err(CloudError::NoConditionalWrites(
+                    "conditional creates are not supported",
+                ));
+            }
+            Err(e) => return Err(CloudError::Connect(Box::new(e))),
+        }
+        match update {
+            Err(
+                object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. },
+            ) => Ok(()),
+            Ok(_) => Err(CloudError::NoConditionalWrites(
+                "an update on a stale ETag succeeded",
+            )),
+            Err(
+                object_store::Error::NotImplemented { .. }
+                | object_store::Error::NotSupported { .. },
+            ) => Err(CloudError::NoConditionalWrites(
+                "conditional updates are not supported",
+            )),
+            Err(e) => Err(CloudError::Connect(Box::new(e))),
+        }
+    }
+
+    /// Finishes a multi-object operation an interrupted process left, if
+    /// its record is older than the lease.
+    fn recover(&self, path: &MemoryPath) -> StoreResult<()> {
+        let store = Arc::clone(&self.store);
+        let layout = self.layout.clone();
+        let key = layout.own(keys::INTENT);
+        let lease = self.settings.lease;
+        self.call(path, Sent::Write, async move {
+            let meta = match store.head(&key).await {
+                Ok(m) => m,
+                Err(object_store::Error::NotFound { .. }) => return Ok(false),
+                Err(e) => return Err(e),
+            };
+            if !intent::stale(meta.last_modified.into(), lease) {
+                return Ok(true);
+            }
+            let body = match store.get(&key).await {
+                Ok(r) => r.bytes().await?,
+                Err(object_store::Error::NotFound { .. }) => return Ok(false),
+                Err(e) => return Err(e),
+            };
+            if let Ok(record) = serde_json::from_slice::<intent::Intent>(&body) {
+                intent::roll_forward(Arc::clone(&store), layout, record).await?;
+            }
+            match store.delete(&key).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(false),
+                Err(e) => Err(e),
+            }
+        })
+        .map(|_| ())
+    }
+}

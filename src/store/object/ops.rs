@@ -1,0 +1,554 @@
+//! The [`MemoryStore`] primitives over the bucket.
+//!
+//! Round trips are what cost on a bucket (10-50 ms each), so each
+//! primitive sends the fewest requests it can and sends independent ones
+//! together: a `stat` is a HEAD of the file and a one-key LIST below it at
+//! once; a view of a file is one GET; an edit is a GET and a conditional
+//! PUT; a listing is one delimited LIST per 1,000 entries, never a HEAD
+//! per entry.
+
+use std::io::Read;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+
+use super::errors::Sent;
+use super::intent::{self, Intent};
+use super::listing::{all_below, any_below, bytes_below, children};
+use super::{CloudStore, cond, keys};
+use crate::path::MemoryPath;
+use crate::store::{
+    Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Quota, StoreError,
+    StoreResult, Updated, Version, WriteMode, check_quota,
+};
+
+/// What is at a path: a file (with its object's metadata), a directory,
+/// or nothing.
+enum Found {
+    File(object_store::ObjectMeta),
+    Dir,
+    Nothing,
+}
+
+impl CloudStore {
+    fn bucket(&self) -> Arc<dyn ObjectStore> {
+        Arc::clone(&self.store)
+    }
+
+    /// HEAD of the file and a one-key LIST below it, together.
+    fn find(&self, path: &MemoryPath) -> StoreResult<Found> {
+        if path.is_root() {
+            return Ok(Found::Dir);
+        }
+        let (store, key) = (self.bucket(), self.layout.key(path));
+        self.call(path, Sent::Read, async move {
+            let head = store.head(&key);
+            let below = any_below(Arc::clone(&store), key.clone());
+            let (head, below) = futures_util::join!(head, below);
+            if below? {
+                return Ok(Found::Dir);
+            }
+            match head {
+                Ok(meta) => Ok(Found::File(meta)),
+                Err(object_store::Error::NotFound { .. }) => Ok(Found::Nothing),
+                Err(e) => Err(e),
+            }
+        })
+    }
+
+    /// Whether the directory at `path` exists (the root always does).
+    fn is_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        if path.is_root() {
+            return Ok(true);
+        }
+        let (store, key) = (self.bucket(), self.layout.key(path));
+        self.call(path, Sent::Read, any_below(store, key))
+    }
+
+    /// Checks that `path`'s parent is a directory or can become one: no
+    /// ancestor is a file. One LIST when the parent exists (the common
+    /// case), else a HEAD of each ancestor, together.
+    fn check_parents(&self, path: &MemoryPath) -> StoreResult<()> {
+        let Some(parent) = path.parent() else {
+            return Ok(());
+        };
+        if self.is_dir(&parent)? {
+            return Ok(());
+        }
+        let ancestors: Vec<MemoryPath> = path.ancestors().filter(|a| !a.is_root()).collect();
+        let keys: Vec<_> = ancestors.iter().map(|a| self.layout.key(a)).collect();
+        let store = self.bucket();
+        let files = self.call(path, Sent::Read, async move {
+            let heads = keys.iter().map(|k| store.head(k));
+            let mut out = Vec::new();
+            for r in futures_util::future::join_all(heads).await {
+                match r {
+                    Ok(_) => out.push(true),
+                    Err(object_store::Error::NotFound { .. }) => out.push(false),
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(out)
+        })?;
+        match files.iter().position(|f| *f) {
+            Some(i) => Err(StoreError::parent_not_directory(path, i + 1)),
+            None => Ok(()),
+        }
+    }
+
+    /// One PUT in `mode`.
+    fn put(&self, path: &MemoryPath, data: &[u8], mode: PutMode) -> StoreResult<Version> {
+        let (store, key) = (self.bucket(), self.layout.key(path));
+        let payload = PutPayload::from(data.to_vec());
+        let put = self.call(path, Sent::Write, async move {
+            store.put_opts(&key, payload, PutOptions::from(mode)).await
+        });
+        put.map(|r| cond::put_version(&r))
+    }
+
+    /// GET of a file of at most `limit` bytes, with its object metadata.
+    fn get(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+    ) -> StoreResult<(Vec<u8>, object_store::ObjectMeta)> {
+        if path.is_root() {
+            return Err(StoreError::IsADirectory { path: path.clone() });
+        }
+        let (store, key) = (self.bucket(), self.layout.key(path));
+        let got = self.call(path, Sent::Read, async move {
+            let r = match store.get(&key).await {
+                Ok(r) => r,
+                Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                Err(e) => return Err(e),
+            };
+            let meta = r.meta.clone();
+            if meta.size > limit {
+                return Ok(Some(Err(meta.size)));
+            }
+            Ok(Some(Ok((r.bytes().await?.to_vec(), meta))))
+        })?;
+        match got {
+            Some(Ok(pair)) => Ok(pair),
+            Some(Err(len)) => Err(StoreError::TooLarge {
+                path: path.clone(),
+                len,
+            }),
+            None if self.is_dir(path)? => Err(StoreError::IsADirectory { path: path.clone() }),
+            None => Err(StoreError::NotFound { path: path.clone() }),
+        }
+    }
+
+    /// `write`, after the quota check if any.
+    fn write_checked(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+    ) -> StoreResult<Version> {
+        if path.is_root() {
+            return Err(StoreError::write_to_root(path, mode));
+        }
+        if self.is_dir(path)? {
+            return Err(match mode {
+                WriteMode::Create => StoreError::AlreadyExists { path: path.clone() },
+                _ => StoreError::IsADirectory { path: path.clone() },
+            });
+        }
+        self.check_parents(path)?;
+        match mode {
+            WriteMode::Create => self.put(path, data, PutMode::Create),
+            WriteMode::Overwrite => self.put(path, data, PutMode::Overwrite),
+            WriteMode::Update(expected) => {
+                let meta = match self.find(path)? {
+                    Found::File(meta) => meta,
+                    Found::Dir => return Err(StoreError::IsADirectory { path: path.clone() }),
+                    Found::Nothing => return Err(StoreError::NotFound { path: path.clone() }),
+                };
+                if cond::meta_version(&meta) != expected {
+                    return Err(StoreError::Conflict { path: path.clone() });
+                }
+                self.put(path, data, PutMode::Update(cond::condition(&meta)))
+            }
+        }
+    }
+
+    /// Holds the store size lease around `f`.
+    fn with_quota_lock<T>(
+        &self,
+        path: &MemoryPath,
+        f: impl FnOnce() -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        let (store, key) = (self.bucket(), self.layout.own(keys::QUOTA_LOCK));
+        let lease = self.settings.lease_for_locks();
+        let mut acquired = false;
+        for attempt in 0..cond::ATTEMPTS * 4 {
+            let (store, key) = (Arc::clone(&store), key.clone());
+            let taken = self.call(path, Sent::Write, async move {
+                match intent::create(&store, &key, Vec::new()).await {
+                    Ok(()) => Ok(true),
+                    Err(object_store::Error::AlreadyExists { .. }) => {
+                        match store.head(&key).await {
+                            Ok(m) if intent::stale(m.last_modified.into(), lease) => {
+                                let _ = store.delete(&key).await;
+                            }
+                            _ => {}
+                        }
+                        Ok(false)
+                    }
+                    Err(e) => Err(e),
+                }
+            })?;
+            if taken {
+                acquired = true;
+                break;
+            }
+            cond::backoff(attempt.min(3));
+        }
+        if !acquired {
+            return Err(StoreError::Conflict { path: path.clone() });
+        }
+        let result = f();
+        let (store, key) = (self.bucket(), key);
+        let released = self.call(path, Sent::Write, async move { store.delete(&key).await });
+        match (result, released) {
+            (Ok(v), Ok(())) => Ok(v),
+            (Err(e), _) => Err(e),
+            // The write happened; a lease left behind expires.
+            (Ok(v), Err(_)) => Ok(v),
+        }
+    }
+
+    fn bytes_in(&self, path: &MemoryPath, scope: &MemoryPath) -> StoreResult<u64> {
+        let (store, key) = (self.bucket(), self.layout.key(scope));
+        self.call(path, Sent::Read, bytes_below(store, key))
+    }
+
+    /// Runs a multi-object operation under its intent record.
+    fn under_intent(&self, path: &MemoryPath, record: Intent) -> StoreResult<()> {
+        let body = serde_json::to_vec(&record).map_err(|e| StoreError::Backend {
+            path: path.clone(),
+            source: Box::new(e),
+        })?;
+        let intent_key = self.layout.own(keys::INTENT);
+        for attempt in 0..cond::ATTEMPTS {
+            let (store, key, body) = (self.bucket(), intent_key.clone(), body.clone());
+            let created = self.call(path, Sent::Write, async move {
+                match intent::create(&store, &key, body).await {
+                    Ok(()) => Ok(true),
+                    Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+                    Err(e) => Err(e),
+                }
+            })?;
+            if created {
+                let (store, layout, key) = (self.bucket(), self.layout.clone(), intent_key.clone());
+                return self.call(path, Sent::Write, async move {
+                    intent::roll_forward(Arc::clone(&store), layout, record).await?;
+                    store.delete(&key).await
+                });
+            }
+            // Another operation is under way, or one was interrupted:
+            // finish it once its lease is over, else wait.
+            self.recover(path)?;
+            cond::backoff(attempt.min(4));
+        }
+        Err(StoreError::Conflict { path: path.clone() })
+    }
+
+    /// The longest path below `dir`, in bytes after `dir`'s own.
+    fn deepest_below(&self, dir: &MemoryPath) -> StoreResult<usize> {
+        let (store, key) = (self.bucket(), self.layout.key(dir));
+        let metas = self.call(dir, Sent::Read, all_below(store, key))?;
+        let depth = dir.components().len();
+        Ok(metas
+            .iter()
+            .filter_map(|m| self.layout.relative(&m.location))
+            .map(|parts| {
+                let below = parts.get(depth..).unwrap_or_default();
+                // The marker names no entry: its directory is the path.
+                let below = match below.split_last() {
+                    Some((last, rest)) if last == keys::MARKER => rest,
+                    _ => below,
+                };
+                below.iter().map(|p| p.len() + 1).sum::<usize>()
+            })
+            .max()
+            .unwrap_or(0))
+    }
+}
+
+/// A streaming view of an object: chunks are pulled through the I/O
+/// thread as the caller reads, so a huge object is never held whole.
+struct ChunkReader {
+    io: super::Io,
+    stream: Option<futures_util::stream::BoxStream<'static, object_store::Result<Vec<u8>>>>,
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl Read for ChunkReader {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.at >= self.buf.len() {
+            let Some(mut stream) = self.stream.take() else {
+                return Ok(0);
+            };
+            let next = self
+                .io
+                .run(async move {
+                    let item = stream.next().await;
+                    (item, stream)
+                })
+                .ok_or_else(|| std::io::Error::other("the cloud store's I/O thread stopped"))?;
+            match next {
+                (Some(Ok(chunk)), stream) => {
+                    self.buf = chunk;
+                    self.at = 0;
+                    self.stream = Some(stream);
+                }
+                (Some(Err(e)), _) => return Err(std::io::Error::other(e)),
+                (None, _) => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.at);
+        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
+impl MemoryStore for CloudStore {
+    fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+        Ok(match self.find(path)? {
+            Found::Dir => Some(Metadata {
+                kind: EntryKind::Directory,
+                len: 0,
+                modified: None,
+            }),
+            Found::File(meta) => Some(Metadata {
+                kind: EntryKind::File,
+                len: meta.size,
+                modified: Some(meta.last_modified.into()),
+            }),
+            Found::Nothing => None,
+        })
+    }
+
+    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+        let (data, meta) = self.get(path, limit)?;
+        Ok(FileContent {
+            data,
+            version: cond::meta_version(&meta),
+        })
+    }
+
+    fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
+        if path.is_root() {
+            return Err(StoreError::IsADirectory { path: path.clone() });
+        }
+        let (store, key) = (self.bucket(), self.layout.key(path));
+        let got = self.call(path, Sent::Read, async move {
+            match store.get(&key).await {
+                Ok(r) => {
+                    let len = r.meta.size;
+                    let stream = r.into_stream().map(|b| b.map(|b| b.to_vec())).boxed();
+                    Ok(Some((len, stream)))
+                }
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })?;
+        match got {
+            Some((len, stream)) => Ok(FileReader {
+                len,
+                reader: Box::new(ChunkReader {
+                    io: self.io.clone(),
+                    stream: Some(stream),
+                    buf: Vec::new(),
+                    at: 0,
+                }),
+            }),
+            None if self.is_dir(path)? => Err(StoreError::IsADirectory { path: path.clone() }),
+            None => Err(StoreError::NotFound { path: path.clone() }),
+        }
+    }
+
+    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        self.write_checked(path, data, mode)
+    }
+
+    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+        let (store, key) = (self.bucket(), self.layout.key(dir));
+        let listed = self.call(dir, Sent::Read, children(store, key))?;
+        if listed.exists || dir.is_root() {
+            return Ok(listed.entries);
+        }
+        match self.find(dir)? {
+            Found::File(_) => Err(StoreError::NotADirectory { path: dir.clone() }),
+            _ => Err(StoreError::NotFound { path: dir.clone() }),
+        }
+    }
+
+    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+        if path.is_root() {
+            return Err(StoreError::delete_root(path));
+        }
+        match self.find(path)? {
+            Found::Nothing => Err(StoreError::NotFound { path: path.clone() }),
+            Found::Dir => self.under_intent(
+                path,
+                Intent::Delete {
+                    path: path.normalized(),
+                },
+            ),
+            Found::File(_) => {
+                let (store, layout, path2) = (self.bucket(), self.layout.clone(), path.clone());
+                self.call(path, Sent::Write, async move {
+                    intent::keep_parent(&store, &layout, &path2).await?;
+                    store.delete(&layout.key(&path2)).await
+                })
+            }
+        }
+    }
+
+    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        StoreError::check_rename(from, to)?;
+        let kind = match self.find(from)? {
+            Found::Nothing => return Err(StoreError::NotFound { path: from.clone() }),
+            Found::Dir => EntryKind::Directory,
+            Found::File(_) => EntryKind::File,
+        };
+        if to.is_root() || !matches!(self.find(to)?, Found::Nothing) {
+            return Err(StoreError::AlreadyExists { path: to.clone() });
+        }
+        if kind == EntryKind::Directory {
+            StoreError::check_depth(from, to, self.deepest_below(from)?)?;
+        }
+        self.check_parents(to)?;
+        self.under_intent(
+            from,
+            Intent::Rename {
+                from: from.normalized(),
+                to: to.normalized(),
+            },
+        )
+    }
+
+    fn update(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        for attempt in 0..cond::ATTEMPTS {
+            if attempt > 0 {
+                cond::backoff(attempt);
+            }
+            let (data, meta) = self.get(path, limit)?;
+            let Ok(new) = change(&data) else {
+                return Ok(Updated::Aborted);
+            };
+            match self.put(path, &new, PutMode::Update(cond::condition(&meta))) {
+                Ok(_) => return Ok(Updated::Written(new)),
+                // Changed (or deleted) since the read: read again.
+                Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Conflict { path: path.clone() })
+    }
+
+    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        if path.is_root() {
+            return Ok(false);
+        }
+        let (store, key) = (self.bucket(), self.layout.key(path));
+        let listed = self.call(path, Sent::Read, children(store, key))?;
+        if !listed.exists || !listed.entries.is_empty() {
+            return Ok(false);
+        }
+        let (store, layout, path2) = (self.bucket(), self.layout.clone(), path.clone());
+        self.call(path, Sent::Write, async move {
+            intent::keep_parent(&store, &layout, &path2).await?;
+            store.delete(&layout.marker(&path2)).await
+        })?;
+        Ok(true)
+    }
+
+    fn total_size(&self) -> StoreResult<u64> {
+        let root = MemoryPath::root();
+        self.bytes_in(&root, &root)
+    }
+
+    fn write_within(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+        quota: Quota<'_>,
+    ) -> StoreResult<Version> {
+        self.with_quota_lock(path, || {
+            let replaced = match (self.find(path)?, mode) {
+                (Found::File(_) | Found::Dir, WriteMode::Create) => {
+                    return Err(StoreError::AlreadyExists { path: path.clone() });
+                }
+                (Found::File(meta), _) => meta.size,
+                _ => 0,
+            };
+            let total = self.bytes_in(path, quota.scope)?;
+            let after = total
+                .saturating_sub(replaced)
+                .saturating_add(data.len() as u64);
+            check_quota(path, after, quota)?;
+            self.write_checked(path, data, mode)
+        })
+    }
+
+    fn update_within(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        quota: Quota<'_>,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        self.with_quota_lock(path, || {
+            for attempt in 0..cond::ATTEMPTS {
+                if attempt > 0 {
+                    cond::backoff(attempt);
+                }
+                let (data, meta) = self.get(path, limit)?;
+                let Ok(new) = change(&data) else {
+                    return Ok(Updated::Aborted);
+                };
+                let total = self.bytes_in(path, quota.scope)?;
+                let after = total
+                    .saturating_sub(meta.size)
+                    .saturating_add(new.len() as u64);
+                check_quota(path, after, quota)?;
+                match self.put(path, &new, PutMode::Update(cond::condition(&meta))) {
+                    Ok(_) => return Ok(Updated::Written(new)),
+                    Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(StoreError::Conflict { path: path.clone() })
+        })
+    }
+
+    fn delete_file_if(
+        &self,
+        path: &MemoryPath,
+        still: &mut dyn FnMut(&Metadata) -> bool,
+    ) -> StoreResult<bool> {
+        match self.stat(path)? {
+            Some(m) if m.kind == EntryKind::File && still(&m) => {}
+            _ => return Ok(false),
+        }
+        match self.delete(path) {
+            Ok(()) => Ok(true),
+            Err(StoreError::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
