@@ -117,9 +117,13 @@ pub fn store_rename_and_delete(store: &dyn MemoryStore) {
 /// can name) with [`StoreError::PathTooLong`], and moves nothing; a move
 /// that stays within it succeeds, up to exactly the limit.
 pub fn store_rename_refuses_paths_past_the_limit(store: &dyn MemoryStore) {
-    // /memories/d + four 200-byte directories + a 208-byte name: 1,024 bytes.
-    let dirs = ["a", "b", "c", "e"].map(|c| c.repeat(200)).join("/");
-    let name = format!("{}.md", "x".repeat(205));
+    // /memories/d + nine 100-byte directories + a 103-byte name: 1,024
+    // bytes (components of at most 127 bytes, which every store takes,
+    // an encrypted one included).
+    let dirs = ["a", "b", "c", "e", "g", "h", "i", "j", "k"]
+        .map(|c| c.repeat(100))
+        .join("/");
+    let name = format!("{}.md", "x".repeat(100));
     let deep = format!("/memories/d/{dirs}/{name}");
     assert_eq!(deep.len(), crate::path::MAX_PATH_BYTES);
     put(store, &deep, b"deep");
