@@ -319,7 +319,11 @@ fn attack_5_repair_of_100000_pending_versions() {
     let _serial = SERIAL.lock();
     let store = InMemoryStore::new();
     let log = MemoryLog::new();
-    let n = 100_000;
+    let n: usize = std::env::var("CLAUDE_MEMORY_REPAIR_N")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(100_000);
+    let setup = Instant::now();
     let mut versions = Vec::with_capacity(2 * n);
     for i in 0..n {
         let path = format!("/memories/d/{i}.md");
@@ -350,6 +354,7 @@ fn attack_5_repair_of_100000_pending_versions() {
         }
     }
     log.append(&mut versions).expect("append");
+    eprintln!("setup of {n}: {:?}", setup.elapsed());
     // Killed before the store's delete: 100,000 pending deleted versions.
     let start = Instant::now();
     let h = HistoryStore::open(store, log).expect("open");

@@ -150,6 +150,7 @@ impl HistoryLog for MemoryLog {
     }
 
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
+        let ids: std::collections::HashSet<u64> = ids.iter().copied().collect();
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.1.retain(|v| !ids.contains(&v.id));
         Ok(())
