@@ -73,7 +73,7 @@ msg=$("$CM" --store "$S" --history serve </dev/null 2>&1)
 echo "13 first open says: $msg | restore --dry-run exit $d1, history prune --dry-run exit $d2"
 
 if [ -n "$PG" ]; then
-  psql "$PG" -q -c "DROP TABLE IF EXISTS claude_memory_history, claude_memory_history_ids, memory_files CASCADE" >/dev/null 2>&1
+  psql "$PG" -q -c "DROP TABLE IF EXISTS claude_memory_history, claude_memory_history_ids, claude_memory_entries, claude_memory_schema CASCADE" >/dev/null 2>&1
   "$CM" --store "$PG" history >/dev/null 2>&1
   e=$?
   "$CM" --store "$PG" --history serve </dev/null >/dev/null 2>&1

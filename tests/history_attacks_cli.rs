@@ -164,7 +164,7 @@ fn attack_10_postgres_store_with_history_records_every_change() {
     };
     let drop = Command::new("psql")
         .arg(&url)
-        .args(["-q", "-c", "DROP TABLE IF EXISTS claude_memory_history, claude_memory_history_ids, memory_files CASCADE"])
+        .args(["-q", "-c", "DROP TABLE IF EXISTS claude_memory_history, claude_memory_history_ids, claude_memory_entries, claude_memory_schema CASCADE"])
         .output()
         .expect("psql");
     assert!(

@@ -150,7 +150,7 @@ fn reset_postgres(url: &str) {
     // A fresh database for this test: drop the crate's tables.
     let o = Command::new("psql")
         .arg(url)
-        .args(["-q", "-c", "DROP TABLE IF EXISTS claude_memory_history, claude_memory_history_ids, memory_files CASCADE"])
+        .args(["-q", "-c", "DROP TABLE IF EXISTS claude_memory_history, claude_memory_history_ids, claude_memory_entries, claude_memory_schema CASCADE"])
         .output();
     if let Ok(o) = o {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

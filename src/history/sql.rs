@@ -477,7 +477,7 @@ mod pg {
             db.connection(|c| {
                 let table = c
                     .fetch_opt(
-                        "SELECT (to_regclass('claude_memory_history_ids') IS NOT NULL)::BIGINT",
+                        "SELECT CASE WHEN to_regclass('claude_memory_history_ids') IS NULL THEN 0::BIGINT ELSE 1::BIGINT END",
                         &[],
                         |r| r.int(0),
                     )?
