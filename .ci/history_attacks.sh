@@ -44,7 +44,9 @@ S=$T/s7
   "$CM" --store "$S" --history serve >/dev/null 2>&1
 "$CM" --store "$S" redact v1 >/dev/null 2>&1
 n=$("$CM" --store "$S" show v2 2>/dev/null | grep -c sk-LEAK-1)
-echo "7 redact v1: show v2 prints the key $n time(s)"
+"$CM" --store "$S" redact --text sk-LEAK-1 >/dev/null 2>&1
+t=$("$CM" --store "$S" show v2 2>/dev/null | grep -c sk-LEAK-1)
+echo "7 redact v1: show v2 prints the key $n time(s); after redact --text: $t time(s)"
 
 # 9. restore after prune --keep 1 to a time the file existed.
 S=$T/s9
