@@ -195,7 +195,13 @@ fn a_restore_before_the_baseline_keeps_the_files_it_cannot_date() {
         .write(&new, b"new\n", WriteMode::Create)
         .expect("write");
     let report = history.restore(before, None).expect("restore");
-    assert_eq!(report.skipped, ["/memories/old.md"]);
+    assert_eq!(
+        report.skipped,
+        [(
+            "/memories/old.md".to_owned(),
+            claude_memory::history::SkipReason::Undated
+        )]
+    );
     assert_eq!(report.deleted, ["/memories/new.md"]);
     assert_eq!(
         store.read(&old, 100).expect("still there").data,

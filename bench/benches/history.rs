@@ -1,6 +1,7 @@
 //! The cost of history: durable writes with history off and on, side by
 //! side in one run, on the filesystem and SQLite stores:
-//! `cargo bench -p claude-memory-bench --bench history --features sqlite`.
+//! `cargo bench -p claude-memory-bench --bench history --features sqlite,postgres`
+//! (PostgreSQL with CLAUDE_MEMORY_TEST_POSTGRES_URL set).
 //!
 //! Each configuration runs the same workload (create a file, then edit it
 //! with `str_replace`, through the handler) in alternating rounds, so
@@ -93,6 +94,37 @@ fn sqlite_separate() -> Setup {
     })
 }
 
+/// A PostgreSQL store on a scope of its own per configuration and round
+/// set (the tenant's tables are the store's; history scopes by tenant).
+#[cfg(feature = "postgres")]
+fn postgres(history: bool) -> Setup {
+    Box::new(move |dir| {
+        let url = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL").expect("url");
+        let tenant = format!(
+            "bench{}",
+            dir.file_name()
+                .map(|n| n
+                    .to_string_lossy()
+                    .replace(|c: char| !c.is_ascii_alphanumeric(), ""))
+                .unwrap_or_default()
+                .to_lowercase()
+        );
+        let id = claude_memory::TenantId::parse(&tenant).expect("tenant");
+        let store = claude_memory::PostgresStore::connect(&url, 4)
+            .expect("connect")
+            .for_tenant(&id);
+        if history {
+            let log = claude_memory::history::PostgresLog::connect(&url, &tenant).expect("log");
+            let store = HistoryStore::open(store, log).expect("history");
+            let tool = MemoryTool::new(store.with_label("bench"));
+            Box::new(move |r| round(&tool, r))
+        } else {
+            let tool = MemoryTool::new(store);
+            Box::new(move |r| round(&tool, r))
+        }
+    })
+}
+
 fn compare(backend: &str, configs: Vec<(&str, Setup)>) {
     let dirs: Vec<tempfile::TempDir> = configs
         .iter()
@@ -149,4 +181,13 @@ fn main() {
             ),
         ],
     );
+    #[cfg(feature = "postgres")]
+    if std::env::var_os("CLAUDE_MEMORY_TEST_POSTGRES_URL").is_some() {
+        compare(
+            "PostgreSQL",
+            vec![("off", postgres(false)), ("on", postgres(true))],
+        );
+    } else {
+        println!("skipped PostgreSQL: set CLAUDE_MEMORY_TEST_POSTGRES_URL (.ci/postgres.sh)");
+    }
 }

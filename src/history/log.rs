@@ -1,9 +1,13 @@
 //! Where versions are kept: the [`HistoryLog`] trait and its in-memory and
 //! journal-file implementations (the SQL ones are in `sql.rs`).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
+#[cfg(not(unix))]
+use std::fs::OpenOptions;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(not(unix))]
+use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
@@ -33,10 +37,47 @@ pub trait HistoryLog: Send + Sync {
     /// included). `false` if there is no such version.
     fn redact(&self, id: u64) -> Result<bool, HistoryError>;
 
+    /// Replaces a version's content with `content` and sets its redacted
+    /// flag: the same text with a secret cut out
+    /// ([`HistoryStore::redact_text`](super::HistoryStore::redact_text),
+    /// `redacted`), or the content a pruned version held for a later one
+    /// that referred to it. Its sha256 and size stay those of what was
+    /// written. `false` if there is no such version.
+    fn replace_content(
+        &self,
+        id: u64,
+        content: Vec<u8>,
+        redacted: bool,
+    ) -> Result<bool, HistoryError>;
+
     /// Makes dropped versions' content unrecoverable from the log's
-    /// storage (a journal file rewrites itself); called after pruning.
+    /// storage (a journal file rewrites itself, a database vacuums);
+    /// called after pruning and redacting.
     fn compact(&self) -> Result<(), HistoryError> {
         Ok(())
+    }
+
+    /// Runs `change` holding the log's writer lock, which every process
+    /// writing this log takes for each change (the look at the store, the
+    /// version, the change) and an opener takes for its repair: so no
+    /// repair ever sees another process's change half made. `change` gets
+    /// the highest id given out so far, so a writer can tell whether
+    /// others appended since it last looked. The appends, drops and loads
+    /// `change` makes run under the same lock (it is re-entrant for this
+    /// log). The default holds no lock beyond the caller's own: right for
+    /// a log only one process can reach ([`MemoryLog`]).
+    fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
+        let last = self.load()?.last().map_or(0, |v| v.id);
+        change(last);
+        Ok(())
+    }
+
+    /// The versions with an id above `after`, by ascending id (what other
+    /// processes appended since).
+    fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
+        let mut all = self.load()?;
+        all.retain(|v| v.id > after);
+        Ok(all)
     }
 }
 
@@ -55,8 +96,22 @@ impl<T: HistoryLog + ?Sized> HistoryLog for $ty<T> {
     fn redact(&self, id: u64) -> Result<bool, HistoryError> {
         (**self).redact(id)
     }
+    fn replace_content(
+        &self,
+        id: u64,
+        content: Vec<u8>,
+        redacted: bool,
+    ) -> Result<bool, HistoryError> {
+        (**self).replace_content(id, content, redacted)
+    }
     fn compact(&self) -> Result<(), HistoryError> {
         (**self).compact()
+    }
+    fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
+        (**self).exclusive(change)
+    }
+    fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
+        (**self).load_after(after)
     }
 }
     )*};
@@ -95,6 +150,7 @@ impl HistoryLog for MemoryLog {
     }
 
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
+        let ids: std::collections::HashSet<u64> = ids.iter().copied().collect();
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.1.retain(|v| !ids.contains(&v.id));
         Ok(())
@@ -103,6 +159,30 @@ impl HistoryLog for MemoryLog {
     fn redact(&self, id: u64) -> Result<bool, HistoryError> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         Ok(state.1.iter_mut().find(|v| v.id == id).map(erase).is_some())
+    }
+
+    fn replace_content(
+        &self,
+        id: u64,
+        content: Vec<u8>,
+        redacted: bool,
+    ) -> Result<bool, HistoryError> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(match state.1.iter_mut().find(|v| v.id == id) {
+            Some(v) => {
+                v.content = Some(content);
+                v.redacted = redacted;
+                true
+            }
+            None => false,
+        })
+    }
+
+    /// In-process only: the caller's lock is enough.
+    fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
+        let last = self.state.lock().unwrap_or_else(PoisonError::into_inner).0;
+        change(last);
+        Ok(())
     }
 }
 
@@ -122,10 +202,18 @@ const JOURNAL: &str = "journal.jsonl";
 ///
 /// [`FileLog::for_store`] puts it in the reserved directory
 /// `.claude-memory-history/` of a filesystem store's root (mode 0700, the
-/// journal 0600). A torn last line (a writer killed mid-append) is cut off
-/// when the log is opened. Redaction and pruning rewrite the file (a new
-/// file, synced, renamed over the old one), so erased content is gone from
-/// it.
+/// journal 0600). On Unix both are opened relative to a handle on the
+/// root, following no link: a journal or directory replaced by a symbolic
+/// link, a journal with a second hard link, or one that is not a regular
+/// file (a FIFO, a device) is refused, never read or written. A torn last
+/// line (a writer killed mid-append) is cut off when the log is opened
+/// for writing ([`open_read_only`](Self::open_read_only) never writes).
+/// Redaction and pruning rewrite the file (a new file, synced, renamed
+/// over the old one), so erased content is gone from it.
+///
+/// An append that fails half-way (a full disk) is cut back off, so the
+/// journal is as it was; the versions of a change the store refused are
+/// cut off the same way (nothing of them stays in the file).
 ///
 /// By default an append is not synced: after a process crash (`SIGKILL`)
 /// nothing is lost, since the page cache survives; after a power cut the
@@ -135,8 +223,9 @@ const JOURNAL: &str = "journal.jsonl";
 /// survives a power cut too.
 #[derive(Debug)]
 pub struct FileLog {
-    path: PathBuf,
+    dir: Dir,
     sync: bool,
+    read_only: bool,
     state: Mutex<FileState>,
 }
 
@@ -146,8 +235,630 @@ struct FileState {
     /// Bytes of the journal this handle has seen.
     seen: u64,
     last_id: u64,
+    /// Whether [`HistoryLog::exclusive`] holds the `flock` now.
+    held: bool,
+    /// The last batch appended: its ids, and where it starts and ends, so
+    /// dropping it (a refused change) cuts it off instead of adding a line.
+    last_batch: Option<(Vec<u64>, u64, u64)>,
 }
 
+/// The largest line a journal may hold that is read back: a version of a
+/// file of at most the store's file limit, as base64, plus its record.
+const MAX_LINE: usize = 64 * 1024 * 1024;
+
+fn json_len(text: &str) -> usize {
+    text.bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\t' | b'\r' | 0x08 | 0x0c => 2,
+            0..=0x1f => 6,
+            _ => 1,
+        })
+        .sum()
+}
+
+fn log_error(e: impl std::fmt::Display) -> HistoryError {
+    HistoryError::Log(e.to_string())
+}
+
+impl FileLog {
+    /// The log of the filesystem store rooted at `root`: its reserved
+    /// directory `.claude-memory-history/`, created if missing, opened
+    /// relative to a handle on `root` (no link followed).
+    pub fn for_store(root: impl AsRef<Path>) -> Result<FileLog, HistoryError> {
+        Self::open_in(root.as_ref(), Some(HISTORY_DIR), false)
+    }
+
+    /// [`for_store`](Self::for_store) for reading only: nothing is
+    /// created, cut or written (the history commands that only read).
+    pub fn for_store_read_only(root: impl AsRef<Path>) -> Result<FileLog, HistoryError> {
+        Self::open_in(root.as_ref(), Some(HISTORY_DIR), true)
+    }
+
+    /// The log in directory `dir`, created (mode 0700) if missing.
+    pub fn open(dir: impl AsRef<Path>) -> Result<FileLog, HistoryError> {
+        Self::open_in(dir.as_ref(), None, false)
+    }
+
+    /// The log in directory `dir`, for reading only.
+    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<FileLog, HistoryError> {
+        Self::open_in(dir.as_ref(), None, true)
+    }
+
+    fn open_in(base: &Path, sub: Option<&str>, read_only: bool) -> Result<FileLog, HistoryError> {
+        let dir = Dir::open(base, sub, !read_only)?;
+        let file = dir.journal(read_only)?;
+        let log = FileLog {
+            dir,
+            sync: false,
+            read_only,
+            state: Mutex::new(FileState {
+                file,
+                seen: 0,
+                last_id: 0,
+                held: false,
+                last_batch: None,
+            }),
+        };
+        {
+            let mut state = log.state.lock().unwrap_or_else(PoisonError::into_inner);
+            lock_file(&state.file, read_only)?;
+            let result = if read_only {
+                log.catch_up(&mut state)
+            } else {
+                log.cut_torn_tail(&mut state)
+                    .and_then(|()| log.catch_up(&mut state))
+            };
+            let _ = state.file.unlock();
+            result?;
+        }
+        Ok(log)
+    }
+
+    /// Syncs every append (`fdatasync`), so a power cut loses no
+    /// attribution (default: off; see the type's documentation).
+    pub fn sync(mut self, sync: bool) -> Self {
+        self.sync = sync;
+        self
+    }
+
+    /// Cuts a last line without its newline (a writer killed mid-append),
+    /// reading only the file's tail.
+    fn cut_torn_tail(&self, state: &mut FileState) -> Result<(), HistoryError> {
+        let len = state.file.metadata().map_err(log_error)?.len();
+        if len == 0 {
+            return Ok(());
+        }
+        let mut end = len;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let start = end.saturating_sub(buf.len() as u64);
+            let n = usize::try_from(end - start).unwrap_or(0);
+            (&state.file)
+                .seek(SeekFrom::Start(start))
+                .map_err(log_error)?;
+            (&state.file).read_exact(&mut buf[..n]).map_err(log_error)?;
+            if end == len && buf[n - 1] == b'\n' {
+                return Ok(());
+            }
+            if let Some(i) = buf[..n].iter().rposition(|&b| b == b'\n') {
+                return state.file.set_len(start + i as u64 + 1).map_err(log_error);
+            }
+            if start == 0 {
+                return state.file.set_len(0).map_err(log_error);
+            }
+            end = start;
+        }
+    }
+
+    /// Reopens the journal if another process replaced it (redaction,
+    /// pruning), then reads what others appended since, for the last id.
+    fn catch_up(&self, state: &mut FileState) -> Result<(), HistoryError> {
+        if self.dir.replaced(&state.file)? {
+            let _ = state.file.unlock();
+            state.file = self.dir.journal(self.read_only)?;
+            lock_file(&state.file, self.read_only)?;
+            state.seen = 0;
+            state.last_batch = None;
+        }
+        let len = state.file.metadata().map_err(log_error)?.len();
+        if len <= state.seen {
+            return Ok(());
+        }
+        state.last_batch = None;
+        let mut last = state.last_id;
+        each_line(
+            &state.file,
+            state.seen,
+            &mut |line| match serde_json::from_slice::<Line>(line) {
+                Ok(Line::Version(r)) => last = last.max(r.id),
+                Ok(Line::Mark { last_id }) => last = last.max(last_id),
+                _ => {}
+            },
+        )?;
+        state.last_id = last;
+        state.seen = len;
+        Ok(())
+    }
+
+    fn locked<T>(
+        &self,
+        f: impl FnOnce(&mut FileState) -> Result<T, HistoryError>,
+    ) -> Result<T, HistoryError> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.held {
+            return self.catch_up(&mut state).and_then(|()| f(&mut state));
+        }
+        lock_file(&state.file, self.read_only)?;
+        let result = self.catch_up(&mut state).and_then(|()| f(&mut state));
+        let _ = state.file.unlock();
+        result
+    }
+
+    fn writable(&self) -> Result<(), HistoryError> {
+        if self.read_only {
+            return Err(HistoryError::Log(
+                "the history is open for reading only".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Appends `lines` in one write at the end; if it fails half-way (a
+    /// full disk), cuts the file back to where it was.
+    fn append_lines(&self, state: &mut FileState, lines: &[u8]) -> Result<(), HistoryError> {
+        self.writable()?;
+        let start = state.file.metadata().map_err(log_error)?.len();
+        let written = (&state.file).write_all(lines).and_then(|()| {
+            if self.sync {
+                state.file.sync_data()
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = written {
+            let _ = state.file.set_len(start);
+            return Err(log_error(e));
+        }
+        state.seen = start + lines.len() as u64;
+        Ok(())
+    }
+
+    fn read_all(state: &FileState) -> Result<Vec<Revision>, HistoryError> {
+        let mut versions = std::collections::BTreeMap::new();
+        each_line(&state.file, 0, &mut |line| {
+            match serde_json::from_slice::<Line>(line) {
+                Ok(Line::Version(r)) => {
+                    versions.insert(r.id, (*r).into_version());
+                }
+                Ok(Line::Drop { drop }) => {
+                    for id in drop {
+                        versions.remove(&id);
+                    }
+                }
+                Ok(Line::Mark { .. }) | Err(_) => {} // a mark, a blank or torn line
+            }
+        })?;
+        Ok(versions.into_values().collect())
+    }
+
+    /// Writes `versions` as the whole journal: a new file, synced, renamed
+    /// over the old one, the directory synced. If the disk has no room
+    /// for the new file, the journal is rewritten in place instead (it
+    /// only shrinks), synced, then cut to its new length.
+    fn rewrite(&self, state: &mut FileState, versions: &[Revision]) -> Result<(), HistoryError> {
+        self.writable()?;
+        let mut text = serde_json::to_vec(&Line::Mark {
+            last_id: state.last_id,
+        })
+        .map_err(log_error)?;
+        text.push(b'\n');
+        for v in versions {
+            serde_json::to_writer(&mut text, &Line::Version(Box::new(Record::from_version(v))))
+                .map_err(log_error)?;
+            text.push(b'\n');
+        }
+        match self.dir.replace(&text) {
+            Ok(()) => {
+                let _ = state.file.unlock();
+                state.file = self.dir.journal(false)?;
+                lock_file(&state.file, false)?;
+            }
+            Err(e) if is_full(&e) => {
+                // No room for a copy: the new journal is no longer than the
+                // old one, so write it over it and cut the rest.
+                // (A crash meanwhile can leave old lines after the new
+                // ones: see the README's safety model.)
+                let mut over = self.dir.overwrite()?;
+                over.write_all(&text).map_err(log_error)?;
+                over.sync_all().map_err(log_error)?;
+                over.set_len(text.len() as u64).map_err(log_error)?;
+                over.sync_all().map_err(log_error)?;
+            }
+            Err(e) => return Err(log_error(e)),
+        }
+        state.seen = text.len() as u64;
+        state.last_batch = None;
+        Ok(())
+    }
+}
+
+fn is_full(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::StorageFull || e.raw_os_error() == Some(28)
+}
+
+/// The flock of the journal: shared to read only, else exclusive.
+fn lock_file(file: &File, shared: bool) -> Result<(), HistoryError> {
+    if shared {
+        file.lock_shared().map_err(log_error)
+    } else {
+        file.lock().map_err(log_error)
+    }
+}
+
+/// Calls `f` with each line of `file` from `offset`, reading in chunks
+/// (a line over [`MAX_LINE`] is skipped, never held whole).
+fn each_line(file: &File, offset: u64, f: &mut dyn FnMut(&[u8])) -> Result<(), HistoryError> {
+    let mut reader = io::BufReader::with_capacity(256 * 1024, file);
+    reader.seek(SeekFrom::Start(offset)).map_err(log_error)?;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = io::BufRead::read_until(
+            &mut (&mut reader).take(MAX_LINE as u64 + 1),
+            b'\n',
+            &mut line,
+        )
+        .map_err(log_error)?;
+        if n == 0 {
+            return Ok(());
+        }
+        if line.len() > MAX_LINE {
+            // Skip the rest of an overlong line.
+            let mut sink = Vec::new();
+            loop {
+                sink.clear();
+                let m = io::BufRead::read_until(
+                    &mut (&mut reader).take(MAX_LINE as u64),
+                    b'\n',
+                    &mut sink,
+                )
+                .map_err(log_error)?;
+                if m == 0 || sink.last() == Some(&b'\n') {
+                    break;
+                }
+            }
+            continue;
+        }
+        f(line.strip_suffix(b"\n").unwrap_or(&line));
+    }
+}
+
+impl HistoryLog for FileLog {
+    fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
+        self.locked(|state| {
+            let mut lines = Vec::new();
+            let mut id = state.last_id;
+            for v in versions.iter_mut() {
+                id += 1;
+                v.id = id;
+                serde_json::to_writer(
+                    &mut lines,
+                    &Line::Version(Box::new(Record::from_version(v))),
+                )
+                .map_err(log_error)?;
+                lines.push(b'\n');
+            }
+            let start = state.file.metadata().map_err(log_error)?.len();
+            self.append_lines(state, &lines)?;
+            state.last_id = id;
+            state.last_batch = Some((versions.iter().map(|v| v.id).collect(), start, state.seen));
+            Ok(())
+        })
+    }
+
+    fn load(&self) -> Result<Vec<Revision>, HistoryError> {
+        self.locked(|state| Self::read_all(state))
+    }
+
+    fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.locked(|state| {
+            self.writable()?;
+            // The batch just appended and nothing after it: cut it off, so
+            // a refused change leaves nothing in the file.
+            if let Some((batch, start, end)) = &state.last_batch
+                && batch.as_slice() == ids
+                && state.file.metadata().map_err(log_error)?.len() == *end
+            {
+                let start = *start;
+                state.file.set_len(start).map_err(log_error)?;
+                state.seen = start;
+                state.last_batch = None;
+                return Ok(());
+            }
+            let mut line = serde_json::to_vec(&Line::Drop { drop: ids.to_vec() })
+                .map_err(|e| io::Error::other(e.to_string()))
+                .map_err(log_error)?;
+            line.push(b'\n');
+            self.append_lines(state, &line)?;
+            state.last_batch = None;
+            Ok(())
+        })
+    }
+
+    fn redact(&self, id: u64) -> Result<bool, HistoryError> {
+        self.locked(|state| {
+            let mut versions = Self::read_all(state)?;
+            let Some(v) = versions.iter_mut().find(|v| v.id == id) else {
+                return Ok(false);
+            };
+            erase(v);
+            self.rewrite(state, &versions)?;
+            Ok(true)
+        })
+    }
+
+    fn replace_content(
+        &self,
+        id: u64,
+        content: Vec<u8>,
+        redacted: bool,
+    ) -> Result<bool, HistoryError> {
+        self.locked(|state| {
+            let mut versions = Self::read_all(state)?;
+            let Some(v) = versions.iter_mut().find(|v| v.id == id) else {
+                return Ok(false);
+            };
+            v.content = Some(content);
+            v.redacted = redacted;
+            self.rewrite(state, &versions)?;
+            Ok(true)
+        })
+    }
+
+    /// Rewrites the journal without dropped versions and tombstones, so
+    /// pruned content leaves the file.
+    fn compact(&self) -> Result<(), HistoryError> {
+        self.locked(|state| {
+            let versions = Self::read_all(state)?;
+            self.rewrite(state, &versions)
+        })
+    }
+
+    /// Holds the journal's exclusive `flock` for the whole change.
+    fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
+        struct Release<'a>(&'a FileLog);
+        impl Drop for Release<'_> {
+            fn drop(&mut self) {
+                let mut state = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+                state.held = false;
+                let _ = state.file.unlock();
+            }
+        }
+        let last = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            if state.held {
+                let last = state.last_id;
+                drop(state);
+                change(last);
+                return Ok(());
+            }
+            lock_file(&state.file, self.read_only)?;
+            if let Err(e) = self.catch_up(&mut state) {
+                let _ = state.file.unlock();
+                return Err(e);
+            }
+            state.held = true;
+            state.last_id
+        };
+        let _release = Release(self);
+        change(last);
+        Ok(())
+    }
+
+    fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
+        let mut all = self.load()?;
+        all.retain(|v| v.id > after);
+        Ok(all)
+    }
+}
+
+/// The journal's directory: a handle on it (Unix), so every file in it is
+/// opened relative to it, following no link.
+#[derive(Debug)]
+struct Dir {
+    #[cfg(unix)]
+    fd: std::os::fd::OwnedFd,
+    #[cfg(not(unix))]
+    path: PathBuf,
+}
+
+#[cfg(unix)]
+impl Dir {
+    fn open(base: &Path, sub: Option<&str>, create: bool) -> Result<Dir, HistoryError> {
+        use rustix::fs::{Mode, OFlags};
+        let dir_flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY;
+        let fd = match sub {
+            Some(sub) => {
+                if create {
+                    let mut builder = std::fs::DirBuilder::new();
+                    builder.recursive(true);
+                    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+                    builder.create(base).map_err(log_error)?;
+                }
+                let root = rustix::fs::open(base, dir_flags, Mode::empty()).map_err(log_error)?;
+                if create {
+                    match rustix::fs::mkdirat(&root, sub, Mode::from_raw_mode(0o700)) {
+                        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                        Err(e) => return Err(log_error(e)),
+                    }
+                }
+                rustix::fs::openat(&root, sub, dir_flags, Mode::empty())
+            }
+            None => {
+                if create {
+                    let mut builder = std::fs::DirBuilder::new();
+                    builder.recursive(true);
+                    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+                    builder.create(base).map_err(log_error)?;
+                }
+                rustix::fs::open(base, dir_flags, Mode::empty())
+            }
+        }
+        .map_err(|e| match e {
+            rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => HistoryError::Log(
+                "the history directory is a link or not a directory: refused".into(),
+            ),
+            e => log_error(e),
+        })?;
+        Ok(Dir { fd })
+    }
+
+    /// The journal, opened (created 0600 unless `read_only`) without
+    /// following a link and checked: a regular file with one link.
+    fn journal(&self, read_only: bool) -> Result<File, HistoryError> {
+        use rustix::fs::{Mode, OFlags};
+        let mut flags = OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        flags |= if read_only {
+            OFlags::RDONLY
+        } else {
+            OFlags::RDWR | OFlags::APPEND | OFlags::CREATE
+        };
+        let fd = rustix::fs::openat(&self.fd, JOURNAL, flags, Mode::from_raw_mode(0o600)).map_err(
+            |e| match e {
+                rustix::io::Errno::LOOP => {
+                    HistoryError::Log("the history journal is a symbolic link: refused".into())
+                }
+                e => log_error(e),
+            },
+        )?;
+        let stat = rustix::fs::fstat(&fd).map_err(log_error)?;
+        if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+            return Err(HistoryError::Log(
+                "the history journal is not a regular file: refused".into(),
+            ));
+        }
+        if stat.st_nlink != 1 {
+            return Err(HistoryError::Log(
+                "the history journal has another hard link: refused".into(),
+            ));
+        }
+        if !read_only && stat.st_mode & 0o077 != 0 {
+            rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o600)).map_err(log_error)?;
+        }
+        Ok(File::from(fd))
+    }
+
+    /// The journal opened to write from its start (not appending).
+    fn overwrite(&self) -> Result<File, HistoryError> {
+        use rustix::fs::{Mode, OFlags};
+        let fd = rustix::fs::openat(
+            &self.fd,
+            JOURNAL,
+            OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(log_error)?;
+        Ok(File::from(fd))
+    }
+
+    /// Whether the journal in the directory is no longer `file`.
+    fn replaced(&self, file: &File) -> Result<bool, HistoryError> {
+        use std::os::unix::fs::MetadataExt;
+        let on_disk = rustix::fs::statat(&self.fd, JOURNAL, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(log_error)?;
+        let ours = file.metadata().map_err(log_error)?;
+        Ok(on_disk.st_ino != ours.ino() || on_disk.st_dev != ours.dev())
+    }
+
+    /// Replaces the journal with `text`: a new file beside it (no link
+    /// followed, created fresh), synced, renamed over it, the directory
+    /// synced.
+    fn replace(&self, text: &[u8]) -> io::Result<()> {
+        use rustix::fs::{Mode, OFlags};
+        let _ = rustix::fs::unlinkat(&self.fd, TMP, rustix::fs::AtFlags::empty());
+        let fd = rustix::fs::openat(
+            &self.fd,
+            TMP,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )?;
+        let mut file = File::from(fd);
+        let written = file.write_all(text).and_then(|()| file.sync_all());
+        if let Err(e) = written {
+            let _ = rustix::fs::unlinkat(&self.fd, TMP, rustix::fs::AtFlags::empty());
+            return Err(e);
+        }
+        drop(file);
+        rustix::fs::renameat(&self.fd, TMP, &self.fd, JOURNAL)?;
+        rustix::fs::fsync(&self.fd)?;
+        Ok(())
+    }
+}
+
+#[cfg(not(unix))]
+impl Dir {
+    fn open(base: &Path, sub: Option<&str>, create: bool) -> Result<Dir, HistoryError> {
+        let path = match sub {
+            Some(sub) => base.join(sub),
+            None => base.to_path_buf(),
+        };
+        if create {
+            std::fs::create_dir_all(&path).map_err(log_error)?;
+        }
+        if std::fs::symlink_metadata(&path)
+            .map_err(log_error)?
+            .file_type()
+            .is_symlink()
+        {
+            return Err(HistoryError::Log(
+                "the history directory is a link: refused".into(),
+            ));
+        }
+        Ok(Dir { path })
+    }
+
+    fn journal(&self, read_only: bool) -> Result<File, HistoryError> {
+        let path = self.path.join(JOURNAL);
+        if let Ok(m) = std::fs::symlink_metadata(&path)
+            && !m.file_type().is_file()
+        {
+            return Err(HistoryError::Log(
+                "the history journal is not a regular file: refused".into(),
+            ));
+        }
+        let mut options = OpenOptions::new();
+        options.read(true);
+        if !read_only {
+            options.append(true).create(true);
+        }
+        options.open(path).map_err(log_error)
+    }
+
+    fn replaced(&self, _file: &File) -> Result<bool, HistoryError> {
+        Ok(false)
+    }
+
+    fn overwrite(&self) -> Result<File, HistoryError> {
+        OpenOptions::new()
+            .write(true)
+            .open(self.path.join(JOURNAL))
+            .map_err(log_error)
+    }
+
+    fn replace(&self, text: &[u8]) -> io::Result<()> {
+        let tmp = self.path.join(TMP);
+        let mut file = File::create(&tmp)?;
+        file.write_all(text)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, self.path.join(JOURNAL))
+    }
+}
+
+const TMP: &str = "journal.jsonl.tmp";
 /// One journal line.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -191,11 +902,14 @@ struct Record {
 
 impl Record {
     fn from_version(v: &Revision) -> Record {
+        // Text when JSON writes it at most a third longer (base64's
+        // cost), else base64: control characters, which JSON writes as
+        // six bytes each, never multiply the content's size.
         let (text, base64) = match &v.content {
             None => (None, None),
             Some(data) => match std::str::from_utf8(data) {
-                Ok(t) => (Some(t.to_owned()), None),
-                Err(_) => (None, Some(crate::base64::encode(data))),
+                Ok(t) if json_len(t) <= t.len() + t.len() / 3 + 4 => (Some(t.to_owned()), None),
+                _ => (None, Some(crate::base64::encode(data))),
             },
         };
         Record {
@@ -233,255 +947,9 @@ impl Record {
             call: self.call,
             sha256: self.sha256,
             size: self.size,
-            content: if self.redacted { None } else { content },
+            content,
             redacted: self.redacted,
             note: self.note,
         }
-    }
-}
-
-fn log_error(e: impl std::fmt::Display) -> HistoryError {
-    HistoryError::Log(e.to_string())
-}
-
-impl FileLog {
-    /// The log of the filesystem store rooted at `root`: its reserved
-    /// directory `.claude-memory-history/`, created if missing.
-    pub fn for_store(root: impl AsRef<Path>) -> Result<FileLog, HistoryError> {
-        FileLog::open(root.as_ref().join(HISTORY_DIR))
-    }
-
-    /// The log in directory `dir`, created (mode 0700) if missing.
-    pub fn open(dir: impl AsRef<Path>) -> Result<FileLog, HistoryError> {
-        let dir = dir.as_ref();
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.create(dir).map_err(log_error)?;
-        let path = dir.join(JOURNAL);
-        let file = open_journal(&path)?;
-        let log = FileLog {
-            path,
-            sync: false,
-            state: Mutex::new(FileState {
-                file,
-                seen: 0,
-                last_id: 0,
-            }),
-        };
-        {
-            let mut state = log.state.lock().unwrap_or_else(PoisonError::into_inner);
-            state.file.lock().map_err(log_error)?;
-            let result = log
-                .cut_torn_tail(&mut state)
-                .and_then(|()| log.catch_up(&mut state));
-            let _ = state.file.unlock();
-            result?;
-        }
-        Ok(log)
-    }
-
-    /// Syncs every append (`fdatasync`), so a power cut loses no
-    /// attribution (default: off; see the type's documentation).
-    pub fn sync(mut self, sync: bool) -> Self {
-        self.sync = sync;
-        self
-    }
-
-    /// Cuts a last line without its newline (a writer killed mid-append).
-    fn cut_torn_tail(&self, state: &mut FileState) -> Result<(), HistoryError> {
-        let len = state.file.metadata().map_err(log_error)?.len();
-        if len == 0 {
-            return Ok(());
-        }
-        let mut data = Vec::new();
-        (&state.file).seek(SeekFrom::Start(0)).map_err(log_error)?;
-        (&state.file).read_to_end(&mut data).map_err(log_error)?;
-        if data.last() != Some(&b'\n') {
-            let keep = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            state.file.set_len(keep as u64).map_err(log_error)?;
-        }
-        Ok(())
-    }
-
-    /// Reopens the journal if another process replaced it (redaction,
-    /// pruning), then reads what others appended since, for the last id.
-    fn catch_up(&self, state: &mut FileState) -> Result<(), HistoryError> {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            let on_disk = std::fs::metadata(&self.path).map_err(log_error)?;
-            let ours = state.file.metadata().map_err(log_error)?;
-            if on_disk.ino() != ours.ino() || on_disk.dev() != ours.dev() {
-                let _ = state.file.unlock();
-                state.file = open_journal(&self.path)?;
-                state.file.lock().map_err(log_error)?;
-                state.seen = 0;
-            }
-        }
-        let len = state.file.metadata().map_err(log_error)?.len();
-        if len <= state.seen {
-            return Ok(());
-        }
-        let mut data = Vec::new();
-        (&state.file)
-            .seek(SeekFrom::Start(state.seen))
-            .map_err(log_error)?;
-        (&state.file).read_to_end(&mut data).map_err(log_error)?;
-        for line in data.split(|&b| b == b'\n') {
-            match serde_json::from_slice::<Line>(line) {
-                Ok(Line::Version(r)) => state.last_id = state.last_id.max(r.id),
-                Ok(Line::Mark { last_id }) => state.last_id = state.last_id.max(last_id),
-                _ => {}
-            }
-        }
-        state.seen = len;
-        Ok(())
-    }
-
-    fn locked<T>(
-        &self,
-        f: impl FnOnce(&mut FileState) -> Result<T, HistoryError>,
-    ) -> Result<T, HistoryError> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.file.lock().map_err(log_error)?;
-        let result = self.catch_up(&mut state).and_then(|()| f(&mut state));
-        let _ = state.file.unlock();
-        result
-    }
-
-    fn append_lines(&self, state: &mut FileState, lines: &[u8]) -> Result<(), HistoryError> {
-        // O_APPEND: one write of the whole batch, at the end.
-        (&state.file).write_all(lines).map_err(log_error)?;
-        if self.sync {
-            state.file.sync_data().map_err(log_error)?;
-        }
-        state.seen += lines.len() as u64;
-        Ok(())
-    }
-
-    fn read_all(state: &FileState) -> Result<Vec<Revision>, HistoryError> {
-        let mut data = Vec::new();
-        (&state.file).seek(SeekFrom::Start(0)).map_err(log_error)?;
-        (&state.file).read_to_end(&mut data).map_err(log_error)?;
-        let mut versions = std::collections::BTreeMap::new();
-        for line in data.split(|&b| b == b'\n') {
-            match serde_json::from_slice::<Line>(line) {
-                Ok(Line::Version(r)) => {
-                    versions.insert(r.id, (*r).into_version());
-                }
-                Ok(Line::Drop { drop }) => {
-                    for id in drop {
-                        versions.remove(&id);
-                    }
-                }
-                Ok(Line::Mark { .. }) | Err(_) => {} // a mark, a blank or torn line
-            }
-        }
-        Ok(versions.into_values().collect())
-    }
-
-    /// Writes `versions` as the whole journal: a new file, synced, renamed
-    /// over the old one, the directory synced.
-    fn rewrite(&self, state: &mut FileState, versions: &[Revision]) -> Result<(), HistoryError> {
-        let mut text = serde_json::to_vec(&Line::Mark {
-            last_id: state.last_id,
-        })
-        .map_err(log_error)?;
-        text.push(b'\n');
-        for v in versions {
-            serde_json::to_writer(&mut text, &Line::Version(Box::new(Record::from_version(v))))
-                .map_err(log_error)?;
-            text.push(b'\n');
-        }
-        let tmp = self.path.with_extension("jsonl.tmp");
-        let mut options = OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(&tmp).map_err(log_error)?;
-        file.write_all(&text).map_err(log_error)?;
-        file.sync_all().map_err(log_error)?;
-        drop(file);
-        std::fs::rename(&tmp, &self.path).map_err(log_error)?;
-        if let Some(dir) = self.path.parent() {
-            File::open(dir)
-                .and_then(|d| d.sync_all())
-                .map_err(log_error)?;
-        }
-        let _ = state.file.unlock();
-        state.file = open_journal(&self.path)?;
-        state.file.lock().map_err(log_error)?;
-        state.seen = text.len() as u64;
-        Ok(())
-    }
-}
-
-fn open_journal(path: &Path) -> Result<File, HistoryError> {
-    let mut options = OpenOptions::new();
-    options.read(true).append(true).create(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path).map_err(log_error)
-}
-
-impl HistoryLog for FileLog {
-    fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
-        self.locked(|state| {
-            let mut lines = Vec::new();
-            let mut id = state.last_id;
-            for v in versions.iter_mut() {
-                id += 1;
-                v.id = id;
-                serde_json::to_writer(
-                    &mut lines,
-                    &Line::Version(Box::new(Record::from_version(v))),
-                )
-                .map_err(log_error)?;
-                lines.push(b'\n');
-            }
-            self.append_lines(state, &lines)?;
-            state.last_id = id;
-            Ok(())
-        })
-    }
-
-    fn load(&self) -> Result<Vec<Revision>, HistoryError> {
-        self.locked(|state| Self::read_all(state))
-    }
-
-    fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        self.locked(|state| {
-            let mut line = serde_json::to_vec(&Line::Drop { drop: ids.to_vec() })
-                .map_err(|e| io::Error::other(e.to_string()))
-                .map_err(log_error)?;
-            line.push(b'\n');
-            self.append_lines(state, &line)
-        })
-    }
-
-    fn redact(&self, id: u64) -> Result<bool, HistoryError> {
-        self.locked(|state| {
-            let mut versions = Self::read_all(state)?;
-            let Some(v) = versions.iter_mut().find(|v| v.id == id) else {
-                return Ok(false);
-            };
-            erase(v);
-            self.rewrite(state, &versions)?;
-            Ok(true)
-        })
-    }
-
-    /// Rewrites the journal without dropped versions and tombstones, so
-    /// pruned content leaves the file.
-    fn compact(&self) -> Result<(), HistoryError> {
-        self.locked(|state| {
-            let versions = Self::read_all(state)?;
-            self.rewrite(state, &versions)
-        })
     }
 }

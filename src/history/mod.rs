@@ -61,9 +61,9 @@ pub use self::log::{FileLog, HISTORY_DIR, HistoryLog, MemoryLog};
 pub use self::sql::PostgresLog;
 #[cfg(feature = "sqlite")]
 pub use self::sql::SqliteLog;
-pub use self::store::HistoryStore;
+pub use self::store::{DEFAULT_FILE_LIMIT, HistoryStore};
 pub use self::version::{
-    ChangeOp, HistoryError, Query, RepairReport, RestoreReport, Retention, Revision,
+    ChangeOp, HistoryError, Query, RepairReport, RestoreReport, Retention, Revision, SkipReason,
 };
 
 thread_local! {
@@ -139,4 +139,44 @@ pub(crate) fn under(path: &str, prefix: &str) -> bool {
         || path
             .strip_prefix(prefix)
             .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// `text` with every control character (C0, DEL, C1) and backslash
+/// written as an escape (`\n`, `\t`, `\x1b`, `\u{9b}`), so nothing a
+/// model wrote can move an operator's cursor or forge a row when a
+/// history listing, diff or report is printed.
+pub fn escape(text: &str) -> String {
+    escaped(text, false)
+}
+
+/// [`escape`] for a file's content, shown as lines: newlines and tabs
+/// stay (a content line cannot forge a listing row), a backslash stays
+/// as it is; every other control character (`ESC`, `CR`, …) is escaped.
+pub fn escape_text(text: &str) -> String {
+    escaped(text, true)
+}
+
+fn escaped(text: &str, lines: bool) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' | '\t' if lines => out.push(c),
+            '\\' if lines => out.push(c),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if c.is_control()
+                || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') =>
+            {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }

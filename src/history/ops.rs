@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
+use super::SkipReason;
 use super::repair::{replay, touched};
 use super::{
     ChangeOp, HistoryError, HistoryStore, NOTE, Query, RestoreReport, Retention, Revision,
@@ -94,10 +95,11 @@ impl<S: MemoryStore> HistoryStore<S> {
 
     /// Where the file of `v` is now (its path at `v` if it is gone).
     fn current_path(&self, v: &Revision) -> String {
-        let files = self.lock();
-        files
+        let index = self.lock();
+        index
+            .files
             .iter()
-            .find(|(_, f)| **f == v.file)
+            .find(|(_, f)| f.0 == v.file)
             .map_or_else(|| v.path.clone(), |(p, _)| p.clone())
     }
 
@@ -132,10 +134,30 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// was at time `at`: files written since are deleted, changed ones
     /// rewritten, deleted ones brought back. Every change is a new version,
     /// noted `restore to {at}`.
+    /// A file the history cannot date (see [`SkipReason::Undated`]) is
+    /// never deleted.
     pub fn restore(
         &self,
         at: SystemTime,
         prefix: Option<&MemoryPath>,
+    ) -> Result<RestoreReport, HistoryError> {
+        self.restore_or_plan(at, prefix, false)
+    }
+
+    /// What [`restore`](Self::restore) would do, doing nothing.
+    pub fn restore_plan(
+        &self,
+        at: SystemTime,
+        prefix: Option<&MemoryPath>,
+    ) -> Result<RestoreReport, HistoryError> {
+        self.restore_or_plan(at, prefix, true)
+    }
+
+    fn restore_or_plan(
+        &self,
+        at: SystemTime,
+        prefix: Option<&MemoryPath>,
+        dry_run: bool,
     ) -> Result<RestoreReport, HistoryError> {
         let root = MemoryPath::root();
         let prefix = prefix.unwrap_or(&root);
@@ -159,45 +181,55 @@ impl<S: MemoryStore> HistoryStore<S> {
             }
         }
         then.retain(|p, _| under(p, &pre));
-        // Each file's first version (a file keeps its id across renames):
-        // if it is a baseline or repair recorded after `at`, the history
-        // does not say the file was missing at `at`.
-        let lineage = |v: &Revision| if v.file == 0 { v.id } else { v.file };
+        // A live file the history does not have at `at` is deleted only
+        // if the history dates its creation after `at`: its file's first
+        // version is a `created` one (not a baseline or repair) made after
+        // `at`. A file whose first versions were pruned, or whose history
+        // starts with a baseline, is left alone: nothing says it was
+        // missing then.
         let mut first: BTreeMap<u64, &Revision> = BTreeMap::new();
         let mut file_at: BTreeMap<&str, u64> = BTreeMap::new();
         for v in &versions {
-            first.entry(lineage(v)).or_insert(v);
+            first.entry(v.file).or_insert(v);
             if let Some(from) = &v.from {
                 file_at.remove(from.as_str());
             }
             match v.op {
                 ChangeOp::Deleted => file_at.remove(v.path.as_str()),
-                _ => file_at.insert(v.path.as_str(), lineage(v)),
+                _ => file_at.insert(v.path.as_str(), v.file),
             };
         }
-        let unknown_then = |path: &str| {
+        let created_after = |path: &str| {
             file_at
                 .get(path)
                 .and_then(|id| first.get(id))
                 .is_some_and(|v| {
                     v.time > at
-                        && v.note
+                        && v.op == ChangeOp::Created
+                        && !v
+                            .note
                             .as_deref()
                             .is_some_and(|n| n.starts_with("baseline") || n.starts_with("repair"))
                 })
         };
-        let live = self.live(prefix)?;
+        let mut unreadable = Vec::new();
+        let live = self.live(prefix, &mut unreadable)?;
         let note = format!("restore to {}", format_time(at));
         let mut report = RestoreReport::default();
         scoped(&NOTE, Some(note), || {
+            report.failed.extend(unreadable);
             for path in live.keys().filter(|p| !then.contains_key(*p)) {
-                if unknown_then(path) {
-                    report.skipped.push(path.clone());
+                if !created_after(path) {
+                    report.skipped.push((path.clone(), SkipReason::Undated));
                     continue;
                 }
                 let Some(p) = MemoryPath::from_stored(path) else {
                     continue;
                 };
+                if dry_run {
+                    report.deleted.push(path.clone());
+                    continue;
+                }
                 match self.delete(&p) {
                     Ok(()) | Err(StoreError::NotFound { .. }) => report.deleted.push(path.clone()),
                     Err(e) => report.failed.push((path.clone(), e.to_string())),
@@ -208,12 +240,16 @@ impl<S: MemoryStore> HistoryStore<S> {
                     continue;
                 }
                 let Some(content) = &v.content else {
-                    report.skipped.push(path.clone());
+                    report.skipped.push((path.clone(), SkipReason::Redacted));
                     continue;
                 };
                 let Some(p) = MemoryPath::from_stored(path) else {
                     continue;
                 };
+                if dry_run {
+                    report.written.push(path.clone());
+                    continue;
+                }
                 let mut result = self.write(&p, content, WriteMode::Overwrite);
                 if matches!(result, Err(StoreError::IsADirectory { .. })) {
                     // An empty directory left where the file was.
@@ -254,12 +290,48 @@ impl<S: MemoryStore> HistoryStore<S> {
         Ok(ids)
     }
 
-    /// Removes versions beyond `retention` (never the latest version of a
-    /// live file); returns the ids removed.
-    pub fn prune(&self, retention: &Retention) -> Result<Vec<u64>, HistoryError> {
+    /// Erases `text` from every version's content that holds it,
+    /// whatever edits came before or after (each occurrence is replaced
+    /// by `[redacted]`; the version is marked redacted, its record kept),
+    /// then compacts the log so the text is in no file it manages. Returns
+    /// the ids changed, and the live files that still hold the text (the
+    /// operator must edit those: the history does not change the store).
+    pub fn redact_text(&self, text: &[u8]) -> Result<(Vec<u64>, Vec<String>), HistoryError> {
+        if text.is_empty() {
+            return Err(HistoryError::Log(
+                "nothing to redact: the text is empty".into(),
+            ));
+        }
         let _guard = self.lock();
+        let mut changed = Vec::new();
+        for v in self.log.load()? {
+            let Some(content) = &v.content else { continue };
+            if let Some(cut) = cut_out(content, text) {
+                self.log.replace_content(v.id, cut, true)?;
+                changed.push(v.id);
+            }
+        }
+        if !changed.is_empty() {
+            self.log.compact()?;
+        }
+        let mut still = Vec::new();
+        let mut skipped = Vec::new();
+        self.each_live(&MemoryPath::root(), &mut skipped, &mut |p, d| {
+            if find(&d, text).is_some() {
+                still.push(p);
+            }
+        })?;
+        Ok((changed, still))
+    }
+
+    /// What [`prune`](Self::prune) would remove, removing nothing.
+    pub fn prune_plan(&self, retention: &Retention) -> Result<Vec<u64>, HistoryError> {
         let versions = self.load()?;
-        let live: BTreeSet<u64> = replay(&versions)
+        Ok(Self::beyond(&versions, retention))
+    }
+
+    fn beyond(versions: &[Revision], retention: &Retention) -> Vec<u64> {
+        let live: BTreeSet<u64> = replay(versions)
             .into_values()
             .map(|(_, file)| file)
             .collect();
@@ -267,7 +339,7 @@ impl<S: MemoryStore> HistoryStore<S> {
             .max_age
             .and_then(|age| SystemTime::now().checked_sub(age));
         let mut by_file: BTreeMap<u64, Vec<&Revision>> = BTreeMap::new();
-        for v in &versions {
+        for v in versions {
             by_file.entry(v.file).or_default().push(v);
         }
         let mut removed = Vec::new();
@@ -285,10 +357,60 @@ impl<S: MemoryStore> HistoryStore<S> {
             }
         }
         removed.sort_unstable();
+        removed
+    }
+
+    /// Removes versions beyond `retention` (never the latest version of a
+    /// live file); returns the ids removed. A version that another one
+    /// refers to for its content (a rename, a delete) hands its content
+    /// on to it first, so no kept version loses its content.
+    pub fn prune(&self, retention: &Retention) -> Result<Vec<u64>, HistoryError> {
+        let _guard = self.lock();
+        let versions = self.load()?;
+        let removed = Self::beyond(&versions, retention);
         if !removed.is_empty() {
+            let gone: BTreeSet<u64> = removed.iter().copied().collect();
+            // Kept versions that refer to a removed one's content: store it.
+            let raw: BTreeMap<u64, bool> = self
+                .log
+                .load()?
+                .into_iter()
+                .map(|v| (v.id, v.content.is_none() && !v.redacted))
+                .collect();
+            for v in &versions {
+                if !gone.contains(&v.id)
+                    && raw.get(&v.id) == Some(&true)
+                    && let Some(c) = &v.content
+                {
+                    self.log.replace_content(v.id, c.clone(), v.redacted)?;
+                }
+            }
             self.log.drop_versions(&removed)?;
             self.log.compact()?;
         }
         Ok(removed)
     }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// `content` with every occurrence of `text` replaced by `[redacted]`, or
+/// `None` if it has none.
+fn cut_out(content: &[u8], text: &[u8]) -> Option<Vec<u8>> {
+    let mut at = find(content, text)?;
+    let mut out = Vec::with_capacity(content.len());
+    let mut rest = content;
+    loop {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(b"[redacted]");
+        rest = &rest[at + text.len()..];
+        match find(rest, text) {
+            Some(i) => at = i,
+            None => break,
+        }
+    }
+    out.extend_from_slice(rest);
+    Some(out)
 }

@@ -33,49 +33,91 @@ pub(super) fn touched(v: &Revision) -> impl Iterator<Item = &String> {
     std::iter::once(&v.path).chain(v.from.iter())
 }
 
+/// What version `v` left at `path` (one it touches): the content's
+/// sha256, or `None` (deleted, or renamed away).
+fn left_at<'a>(v: &'a Revision, path: &str) -> Option<&'a str> {
+    if v.path == path && v.op != ChangeOp::Deleted {
+        Some(&v.sha256)
+    } else {
+        None
+    }
+}
+
 impl<S: MemoryStore> HistoryStore<S> {
+    /// Repair on open, under the log's writer lock (no other process's
+    /// change is half made meanwhile). Linear in the versions and the live
+    /// files: each path's versions are indexed once, and dropping a
+    /// trailing version looks only at the version before it on each path
+    /// it touches. Reads one file at a time, within the file limit.
     pub(super) fn repair(&self) -> Result<RepairReport, HistoryError> {
-        let mut files = self.lock();
+        let mut index = self.lock();
+        let mut out = None;
+        self.log.exclusive(&mut |last| {
+            out = Some(self.repair_locked(&mut index, last));
+        })?;
+        out.unwrap_or_else(|| Err(HistoryError::Log("repair did not run".into())))
+    }
+
+    fn repair_locked(
+        &self,
+        index: &mut super::store::Index,
+        last: u64,
+    ) -> Result<RepairReport, HistoryError> {
         let mut versions = self.load()?;
         let baseline = versions.is_empty();
-        let live = self.live(&MemoryPath::root())?;
-        let live_sha: BTreeMap<&String, String> =
-            live.iter().map(|(p, d)| (p, sha256_hex(d))).collect();
-        let matches = |state: &BTreeMap<String, (String, u64)>, path: &String| {
-            state.get(path).map(|s| &s.0) == live_sha.get(path)
+        let mut report = RepairReport {
+            baseline,
+            ..RepairReport::default()
         };
-        let mut report = RepairReport::default();
-        // Trailing versions whose change never happened: a version that is
-        // the newest for each path it touches, some of them not matching
-        // the store, and all of them matching once it is dropped.
-        let expected = replay(&versions);
-        let mut newest: HashMap<&String, u64> = HashMap::new();
-        for v in &versions {
+        // The live files' hashes (one file's content in memory at a time).
+        let mut live: HashMap<String, String> = HashMap::new();
+        self.each_live(&MemoryPath::root(), &mut report.skipped, &mut |p, d| {
+            live.insert(p, sha256_hex(&d));
+        })?;
+        let skipped: BTreeSet<&str> = report.skipped.iter().map(|(p, _)| p.as_str()).collect();
+        // Each path's versions, in id order.
+        let mut by_path: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, v) in versions.iter().enumerate() {
             for p in touched(v) {
-                newest.insert(p, v.id);
+                by_path.entry(p.as_str()).or_default().push(i);
             }
         }
-        let candidates: Vec<u64> = versions
-            .iter()
-            .rev()
-            .filter(|v| touched(v).all(|p| newest.get(p) == Some(&v.id)))
-            .filter(|v| touched(v).any(|p| !matches(&expected, p)))
-            .map(|v| v.id)
-            .collect();
-        drop(newest);
-        for id in candidates {
-            let Some(pos) = versions.iter().position(|v| v.id == id) else {
+        let state = |list: &[usize], p: &str| list.last().and_then(|&i| left_at(&versions[i], p));
+        let matches = |list: &[usize], p: &str| state(list, p) == live.get(p).map(String::as_str);
+        // Trailing versions whose change never happened: the newest for
+        // each path it touches, some of them not matching the store, and
+        // all of them matching once it is dropped.
+        let mut dropped = Vec::new();
+        for (i, v) in versions.iter().enumerate().rev() {
+            let paths: Vec<&str> = touched(v).map(String::as_str).collect();
+            if paths.iter().any(|p| skipped.contains(p)) {
+                continue; // cannot tell
+            }
+            let newest = paths
+                .iter()
+                .all(|p| by_path.get(p).and_then(|l| l.last()) == Some(&i));
+            if !newest || paths.iter().all(|p| matches(&by_path[p], p)) {
                 continue;
-            };
-            let candidate = versions.remove(pos);
-            let after = replay(&versions);
-            if touched(&candidate).all(|p| matches(&after, p)) {
-                report.dropped.push(id);
-            } else {
-                versions.insert(pos, candidate);
+            }
+            let after_drop = paths.iter().all(|p| {
+                let list = &by_path[p];
+                matches(&list[..list.len() - 1], p)
+            });
+            if after_drop {
+                dropped.push(i);
             }
         }
-        self.log.drop_versions(&report.dropped)?;
+        drop(by_path);
+        let dropped_ids: Vec<u64> = dropped.iter().map(|&i| versions[i].id).collect();
+        self.log.drop_versions(&dropped_ids)?;
+        report.dropped = dropped_ids;
+        report.dropped.sort_unstable();
+        let gone: BTreeSet<usize> = dropped.into_iter().collect();
+        let mut i = 0;
+        versions.retain(|_| {
+            i += 1;
+            !gone.contains(&(i - 1))
+        });
         // Changes without a version: record the store as it is.
         let expected = replay(&versions);
         let note = if baseline {
@@ -86,30 +128,37 @@ impl<S: MemoryStore> HistoryStore<S> {
         let mut missing = Vec::new();
         let paths: BTreeSet<&String> = expected.keys().chain(live.keys()).collect();
         for path in paths {
-            if matches(&expected, path) {
+            if skipped.contains(path.as_str()) || expected.get(path).map(|e| &e.0) == live.get(path)
+            {
                 continue;
             }
             let file = expected.get(path).map_or(0, |e| e.1);
-            let mut v = match live.get(path) {
-                Some(data) => {
-                    let op = if expected.contains_key(path) {
-                        ChangeOp::Modified
-                    } else {
-                        ChangeOp::Created
-                    };
-                    self.revision(op, path.clone(), None, file, data)
+            let mut v = if live.contains_key(path) {
+                let op = if expected.contains_key(path) {
+                    ChangeOp::Modified
+                } else {
+                    ChangeOp::Created
+                };
+                let Some(p) = MemoryPath::from_stored(path) else {
+                    continue;
+                };
+                match self.inner.read(&p, self.limit) {
+                    Ok(f) => self.revision(op, path.clone(), None, file, &f.data),
+                    Err(_) => continue, // changed or gone since: next open
                 }
-                None => {
-                    let last = versions.iter().rev().find(|v| &v.path == path);
-                    let mut v = self.revision(ChangeOp::Deleted, path.clone(), None, file, &[]);
-                    if let Some(last) = last {
-                        v.sha256.clone_from(&last.sha256);
-                        v.size = last.size;
-                        v.content.clone_from(&last.content);
-                        v.redacted = last.redacted;
-                    }
-                    v
+            } else {
+                // Gone: refers to the file's last version's content.
+                let mut v = self.revision(ChangeOp::Deleted, path.clone(), None, file, &[]);
+                if let Some(e) = expected.get(path) {
+                    v.sha256.clone_from(&e.0);
                 }
+                v.content = None;
+                v.size = versions
+                    .iter()
+                    .rev()
+                    .find(|x| x.file == file)
+                    .map_or(0, |x| x.size);
+                v
             };
             v.call = None;
             v.note = Some(note.to_owned());
@@ -125,9 +174,10 @@ impl<S: MemoryStore> HistoryStore<S> {
             report.recorded = missing.iter().map(|v| v.id).collect();
             versions.extend(missing);
         }
-        *files = replay(&versions)
+        index.seen = versions.last().map_or(0, |v| v.id).max(last);
+        index.files = replay(&versions)
             .into_iter()
-            .map(|(p, (_, file))| (p, file))
+            .map(|(p, (sha, file))| (p, (file, sha)))
             .collect();
         Ok(report)
     }

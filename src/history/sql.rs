@@ -69,6 +69,10 @@ CREATE TABLE IF NOT EXISTS claude_memory_history (
     pub struct SqliteLog {
         conn: Source,
         scope: String,
+        /// The writer lock shared by every process using this database
+        /// file (a `flock` on `PATH-lock` beside it; [`open`](Self::open)
+        /// only), and whether [`HistoryLog::exclusive`] holds it now.
+        lock: Option<(std::fs::File, Mutex<bool>)>,
     }
 
     /// Where a [`SqliteLog`]'s statements run.
@@ -98,9 +102,13 @@ CREATE TABLE IF NOT EXISTS claude_memory_history (
             store
                 .with_connection(|conn| conn.execute_batch(SCHEMA))
                 .map_err(db_error)?;
+            store
+                .with_connection(|conn| conn.pragma_update(None, "secure_delete", "ON"))
+                .map_err(db_error)?;
             Ok(SqliteLog {
                 conn: Source::Shared(store.clone()),
                 scope: scope.to_owned(),
+                lock: None,
             })
         }
 
@@ -109,16 +117,33 @@ CREATE TABLE IF NOT EXISTS claude_memory_history (
         /// store's own file: the store holds its write lock while an edit
         /// runs, and the version is written then (use
         /// [`for_store`](Self::for_store) for the store's database).
+        ///
+        /// Every process writing through a log on this file takes the
+        /// writer lock of [`HistoryLog::exclusive`], a `flock` on the file
+        /// `PATH-lock` beside it (created 0600), so several processes can
+        /// write the store while others open it.
         pub fn open(path: impl AsRef<std::path::Path>, scope: &str) -> Result<Self, HistoryError> {
+            let path = path.as_ref();
             // Private (0600) as the store it records: it holds every version.
-            crate::store::sql::create_private(path.as_ref())
+            crate::store::sql::create_private(path)
                 .map_err(|e| HistoryError::Log(format!("cannot create the history file: {e}")))?;
             let conn = Connection::open(path).map_err(db_error)?;
             conn.pragma_update(None, "journal_mode", "WAL")
                 .map_err(db_error)?;
             conn.pragma_update(None, "synchronous", "NORMAL")
                 .map_err(db_error)?;
-            Self::init(conn, scope)
+            let mut lock_path = path.as_os_str().to_owned();
+            lock_path.push("-lock");
+            let mut options = std::fs::OpenOptions::new();
+            options.read(true).write(true).create(true).truncate(false);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, 0o400_000); // O_NOFOLLOW
+            let lock = options.open(&lock_path).map_err(db_error)?;
+            let mut log = Self::init(conn, scope)?;
+            log.lock = Some((lock, Mutex::new(false)));
+            Ok(log)
         }
 
         /// A log in a private in-memory database (for tests).
@@ -130,9 +155,14 @@ CREATE TABLE IF NOT EXISTS claude_memory_history (
             conn.busy_timeout(std::time::Duration::from_secs(30))
                 .map_err(db_error)?;
             conn.execute_batch(SCHEMA).map_err(db_error)?;
+            // Deleted rows (dropped, pruned, redacted content) are
+            // overwritten with zeros, not left in free pages.
+            conn.pragma_update(None, "secure_delete", "ON")
+                .map_err(db_error)?;
             Ok(SqliteLog {
                 conn: Source::Own(Mutex::new(conn)),
                 scope: scope.to_owned(),
+                lock: None,
             })
         }
 
@@ -234,18 +264,98 @@ CREATE TABLE IF NOT EXISTS claude_memory_history (
                 .map_err(db_error)
             })
         }
+
+        fn replace_content(
+            &self,
+            id: u64,
+            content: Vec<u8>,
+            redacted: bool,
+        ) -> Result<bool, HistoryError> {
+            self.with(|conn| {
+                conn.execute(
+                    "UPDATE claude_memory_history SET content = ?3, redacted = ?4 \
+                     WHERE scope = ?1 AND id = ?2",
+                    params![self.scope, i64_of(id), content, redacted],
+                )
+                .map(|n| n > 0)
+                .map_err(db_error)
+            })
+        }
+
+        /// `secure_delete` zeroes freed rows; a `VACUUM` (own database)
+        /// and a WAL checkpoint then leave no copy of erased content in
+        /// the database or its WAL file.
+        fn compact(&self) -> Result<(), HistoryError> {
+            match &self.conn {
+                Source::Own(_) => self.with(|conn| {
+                    conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")
+                        .map_err(db_error)
+                }),
+                Source::Shared(_) => Ok(()),
+            }
+        }
+
+        fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
+            let last = || {
+                self.with(|conn| {
+                    conn.query_row(
+                        "SELECT COALESCE(MAX(id), 0) FROM claude_memory_history",
+                        [],
+                        |r| r.get::<_, i64>(0),
+                    )
+                    .map(u64_of)
+                    .map_err(db_error)
+                })
+            };
+            let Some((file, held)) = &self.lock else {
+                change(last()?);
+                return Ok(());
+            };
+            let mut held_now = held.lock().unwrap_or_else(PoisonError::into_inner);
+            if *held_now {
+                drop(held_now);
+                change(last()?);
+                return Ok(());
+            }
+            file.lock().map_err(db_error)?;
+            *held_now = true;
+            drop(held_now);
+            struct Release<'a>(&'a std::fs::File, &'a Mutex<bool>);
+            impl Drop for Release<'_> {
+                fn drop(&mut self) {
+                    *self.1.lock().unwrap_or_else(PoisonError::into_inner) = false;
+                    let _ = self.0.unlock();
+                }
+            }
+            let _release = Release(file, held);
+            change(last()?);
+            Ok(())
+        }
+
+        fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
+            self.with(|conn| self.load_after_from(conn, after))
+        }
     }
 
     impl SqliteLog {
         fn load_from(&self, conn: &Connection) -> Result<Vec<Revision>, HistoryError> {
+            self.load_after_from(conn, 0)
+        }
+
+        fn load_after_from(
+            &self,
+            conn: &Connection,
+            after: u64,
+        ) -> Result<Vec<Revision>, HistoryError> {
             let mut query = conn
                 .prepare_cached(
                     "SELECT id, file, op, path, from_path, time_ns, actor, call, sha256, size, \
-                     content, redacted, note FROM claude_memory_history WHERE scope = ?1 ORDER BY id",
+                     content, redacted, note FROM claude_memory_history WHERE scope = ?1 \
+                     AND id > ?2 ORDER BY id",
                 )
                 .map_err(db_error)?;
             let rows = query
-                .query_map([&self.scope], |r| {
+                .query_map(params![self.scope, i64_of(after)], |r| {
                     Ok(Revision {
                         id: u64_of(r.get(0)?),
                         file: u64_of(r.get(1)?),
@@ -345,6 +455,13 @@ mod pg {
                 for statement in SCHEMA {
                     tx.run(statement, &[])?;
                 }
+                // The scope's counter row marks that it keeps a history
+                // (see `exists`), even before its first version.
+                tx.run(
+                    "INSERT INTO claude_memory_history_ids (scope, last_id) VALUES ($1, 0)
+                     ON CONFLICT (scope) DO NOTHING",
+                    &[Param::Text(scope)],
+                )?;
                 Ok(())
             })
             .map_err(db_fail)?;
@@ -354,9 +471,67 @@ mod pg {
             })
         }
 
+        /// Whether the database at `url` keeps a history for `scope` (a
+        /// [`connect`](Self::connect) made it), creating nothing: so every
+        /// change to such a store is recorded, and the history commands
+        /// refuse a store that has none.
+        pub fn exists(url: &str, scope: &str) -> Result<bool, HistoryError> {
+            let db = PostgresStore::connect(url, 1).map_err(db_error)?;
+            db.connection(|c| {
+                let table = c
+                    .fetch_opt(
+                        "SELECT CASE WHEN to_regclass('claude_memory_history_ids') IS NULL THEN 0::BIGINT ELSE 1::BIGINT END",
+                        &[],
+                        |r| r.int(0),
+                    )?
+                    .unwrap_or(0);
+                if table == 0 {
+                    return Ok(false);
+                }
+                Ok(c.fetch_opt(
+                    "SELECT 1::BIGINT FROM claude_memory_history_ids WHERE scope = $1",
+                    &[Param::Text(scope)],
+                    |r| r.int(0),
+                )?
+                .is_some())
+            })
+            .map_err(db_fail)
+        }
+
         /// The advisory lock of this scope's appends.
         fn lock(&self) -> String {
             format!("\u{1}history:{}", self.scope)
+        }
+
+        fn load_where(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
+            self.db
+                .connection(|c| {
+                    Ok(c.fetch_all(
+                        "SELECT id, file, op, path, COALESCE(from_path, ''), time_ns,
+                                COALESCE(actor, ''), COALESCE(call, ''), sha256, size, content,
+                                redacted, COALESCE(note, '')
+                         FROM claude_memory_history WHERE scope = $1 AND id > $2 ORDER BY id",
+                        &[Param::Text(&self.scope), Param::Int(i64_of(after))],
+                        |r| {
+                            Ok(Revision {
+                                id: u64_of(r.int(0)?),
+                                file: u64_of(r.int(1)?),
+                                op: op_of(&r.text(2)?),
+                                path: r.text(3)?,
+                                from: non_empty(r.text(4)?),
+                                time: from_nanos(u64_of(r.int(5)?)),
+                                actor: non_empty(r.text(6)?),
+                                call: non_empty(r.text(7)?),
+                                sha256: r.text(8)?,
+                                size: u64_of(r.int(9)?),
+                                content: r.bytes(10)?,
+                                redacted: r.flag(11)?,
+                                note: non_empty(r.text(12)?),
+                            })
+                        },
+                    )?)
+                })
+                .map_err(db_fail)
         }
     }
 
@@ -418,34 +593,7 @@ mod pg {
         }
 
         fn load(&self) -> Result<Vec<Revision>, HistoryError> {
-            self.db
-                .connection(|c| {
-                    Ok(c.fetch_all(
-                        "SELECT id, file, op, path, COALESCE(from_path, ''), time_ns,
-                                COALESCE(actor, ''), COALESCE(call, ''), sha256, size, content,
-                                redacted, COALESCE(note, '')
-                         FROM claude_memory_history WHERE scope = $1 ORDER BY id",
-                        &[Param::Text(&self.scope)],
-                        |r| {
-                            Ok(Revision {
-                                id: u64_of(r.int(0)?),
-                                file: u64_of(r.int(1)?),
-                                op: op_of(&r.text(2)?),
-                                path: r.text(3)?,
-                                from: non_empty(r.text(4)?),
-                                time: from_nanos(u64_of(r.int(5)?)),
-                                actor: non_empty(r.text(6)?),
-                                call: non_empty(r.text(7)?),
-                                sha256: r.text(8)?,
-                                size: u64_of(r.int(9)?),
-                                content: r.bytes(10)?,
-                                redacted: r.flag(11)?,
-                                note: non_empty(r.text(12)?),
-                            })
-                        },
-                    )?)
-                })
-                .map_err(db_fail)
+            self.load_where(0)
         }
 
         fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
@@ -475,6 +623,70 @@ mod pg {
                         .is_some())
                 })
                 .map_err(db_fail)
+        }
+
+        fn replace_content(
+            &self,
+            id: u64,
+            content: Vec<u8>,
+            redacted: bool,
+        ) -> Result<bool, HistoryError> {
+            self.db
+                .transaction(&self.lock(), |tx| {
+                    Ok(tx
+                        .fetch_opt(
+                            "UPDATE claude_memory_history SET content = $3, redacted = $4::BIGINT <> 0
+                             WHERE scope = $1 AND id = $2 RETURNING id",
+                            &[
+                                Param::Text(&self.scope),
+                                Param::Int(i64_of(id)),
+                                Param::Bytes(&content),
+                                Param::Int(i64::from(redacted)),
+                            ],
+                            |r| r.int(0),
+                        )?
+                        .is_some())
+                })
+                .map_err(db_fail)
+        }
+
+        /// `VACUUM` of the history table, so erased rows' space is
+        /// reclaimed and their heap pages rewritten (what stays in the WAL,
+        /// backups and replicas: see the README).
+        fn compact(&self) -> Result<(), HistoryError> {
+            self.db
+                .connection(|c| {
+                    c.run("VACUUM (FULL) claude_memory_history", &[])?;
+                    Ok(())
+                })
+                .map_err(db_fail)
+        }
+
+        /// A transaction holding this scope's change lock (an advisory
+        /// lock every process writing this history takes) for the whole
+        /// change; the appends run on the log's other connection.
+        fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
+            let mut ran = false;
+            self.db
+                .transaction(&format!("\u{1}history-change:{}", self.scope), |tx| {
+                    let last = tx
+                        .fetch_opt(
+                            "SELECT last_id FROM claude_memory_history_ids WHERE scope = $1",
+                            &[Param::Text(&self.scope)],
+                            |r| r.int(0),
+                        )?
+                        .unwrap_or(0);
+                    if !ran {
+                        ran = true;
+                        change(u64_of(last));
+                    }
+                    Ok(())
+                })
+                .map_err(db_fail)
+        }
+
+        fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
+            self.load_where(after)
         }
     }
 }

@@ -29,9 +29,11 @@ pub struct HistoryStore<S> {
     pub(super) inner: S,
     pub(super) log: Arc<dyn HistoryLog>,
     pub(super) label: Option<String>,
-    /// Path → file id; the mutex also serializes this handle's changes.
-    pub(super) files: Arc<Mutex<HashMap<String, u64>>>,
+    /// The file index; the mutex also serializes this handle's changes.
+    pub(super) files: Arc<Mutex<Index>>,
     pub(super) repair: Arc<RepairReport>,
+    /// The most any one file is read for the history.
+    pub(super) limit: u64,
 }
 
 impl<S: Clone> Clone for HistoryStore<S> {
@@ -42,6 +44,7 @@ impl<S: Clone> Clone for HistoryStore<S> {
             label: self.label.clone(),
             files: Arc::clone(&self.files),
             repair: Arc::clone(&self.repair),
+            limit: self.limit,
         }
     }
 }
@@ -67,17 +70,38 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// Turns history on for `inner`, kept in `log`, and repairs what a
     /// crash left (see [`repair_report`](Self::repair_report)). On the first
     /// open, every file already in the store gets a baseline version.
+    /// Repair reads no file over [`DEFAULT_FILE_LIMIT`] (see
+    /// [`open_with_limit`](Self::open_with_limit)).
     pub fn open(inner: S, log: impl HistoryLog + 'static) -> Result<Self, HistoryError> {
-        let mut store = HistoryStore {
-            inner,
-            log: Arc::new(log),
-            label: None,
-            files: Arc::new(Mutex::new(HashMap::new())),
-            repair: Arc::new(RepairReport::default()),
-        };
+        Self::open_with_limit(inner, log, DEFAULT_FILE_LIMIT)
+    }
+
+    /// [`open`](Self::open), reading at most `limit` bytes of any one file
+    /// (the store's file limit: give the handler's
+    /// [`max_file_size`](crate::Config::max_file_size)). A file over it,
+    /// or one the store refuses to read (a planted hard link, a FIFO), is
+    /// skipped by repair and listed in [`RepairReport::skipped`], never
+    /// read whole and never a reason to refuse the open.
+    pub fn open_with_limit(
+        inner: S,
+        log: impl HistoryLog + 'static,
+        limit: u64,
+    ) -> Result<Self, HistoryError> {
+        let mut store = Self::new(inner, log, limit);
         let report = store.repair()?;
         store.repair = Arc::new(report);
         Ok(store)
+    }
+
+    fn new(inner: S, log: impl HistoryLog + 'static, limit: u64) -> Self {
+        HistoryStore {
+            inner,
+            log: Arc::new(log),
+            label: None,
+            files: Arc::new(Mutex::new(Index::default())),
+            repair: Arc::new(RepairReport::default()),
+            limit,
+        }
     }
 
     /// The history of `inner` for reading only (listing, showing,
@@ -85,18 +109,15 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// through this handle are still recorded, but open with
     /// [`open`](Self::open) to make them.
     pub fn inspect(inner: S, log: impl HistoryLog + 'static) -> Result<Self, HistoryError> {
-        let store = HistoryStore {
-            inner,
-            log: Arc::new(log),
-            label: None,
-            files: Arc::new(Mutex::new(HashMap::new())),
-            repair: Arc::new(RepairReport::default()),
-        };
+        let store = Self::new(inner, log, DEFAULT_FILE_LIMIT);
         let versions = store.load()?;
-        *store.lock() = replay(&versions)
+        let mut index = store.lock();
+        index.seen = versions.last().map_or(0, |v| v.id);
+        index.files = replay(&versions)
             .into_iter()
-            .map(|(p, (_, file))| (p, file))
+            .map(|(p, (sha, file))| (p, (file, sha)))
             .collect();
+        drop(index);
         Ok(store)
     }
 
@@ -122,20 +143,62 @@ impl<S: MemoryStore> HistoryStore<S> {
         &*self.log
     }
 
-    pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<String, u64>> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, Index> {
         self.files.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Every version, ids ascending, file ids filled in.
+    /// Every version, ids ascending, file ids filled in, and the content
+    /// of a version that refers to its file's previous one (a rename, a
+    /// delete of content already in the history) filled in from it.
     pub(super) fn load(&self) -> Result<Vec<Revision>, HistoryError> {
         let mut versions = self.log.load()?;
         versions.sort_by_key(|v| v.id);
-        for v in &mut versions {
+        resolve(&mut versions);
+        Ok(versions)
+    }
+
+    /// Runs `f` holding this handle's lock and the log's writer lock
+    /// (shared by every process writing the log), after catching the file
+    /// index up with what other processes recorded meanwhile: a change, and
+    /// the look at the store it is recorded from, is never interleaved with
+    /// another process's change or an opener's repair.
+    pub(super) fn serialized<T>(
+        &self,
+        path: &MemoryPath,
+        f: impl FnOnce(&mut Index) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        let mut index = self.lock();
+        let mut f = Some(f);
+        let mut out = None;
+        self.log
+            .exclusive(&mut |last| {
+                let Some(f) = f.take() else { return };
+                if let Err(e) = self.catch_up(&mut index, last) {
+                    out = Some(Err(log_failure(path, e)));
+                    return;
+                }
+                out = Some(f(&mut index));
+            })
+            .map_err(|e| log_failure(path, e))?;
+        out.unwrap_or_else(|| Err(log_failure(path, HistoryError::Log("not run".into()))))
+    }
+
+    /// Applies the versions other processes appended since this handle
+    /// last looked (the log's last id is `last`) to the file index.
+    pub(super) fn catch_up(&self, index: &mut Index, last: u64) -> Result<(), HistoryError> {
+        if last <= index.seen {
+            return Ok(());
+        }
+        let mut newer = self.log.load_after(index.seen)?;
+        newer.sort_by_key(|v| v.id);
+        for v in &mut newer {
             if v.file == 0 {
                 v.file = v.id;
             }
+            index.apply(v);
         }
-        Ok(versions)
+        index.seen = last;
+        Ok(())
     }
 
     pub(super) fn revision(
@@ -163,8 +226,68 @@ impl<S: MemoryStore> HistoryStore<S> {
         }
     }
 
-    /// Appends `versions` (write-ahead), runs `apply`, and drops the
-    /// versions again if it fails; on success updates the file index.
+    /// A version of a file leaving `key` (`Deleted`, or `Renamed` to
+    /// `to`): when the file is what the history last recorded of it, the
+    /// version refers to that content instead of holding a copy (no new
+    /// space, and a redaction of it sticks); else it holds the content
+    /// as it is. A file the store will not let us read within the limit
+    /// is recorded by size and hash of nothing, noted so.
+    fn leaving(&self, index: &Index, p: &MemoryPath, to: Option<String>) -> StoreResult<Revision> {
+        let key = p.normalized();
+        let known = index.files.get(&key);
+        let file = known.map_or(0, |k| k.0);
+        let (op, path, from) = match to {
+            Some(to) => (ChangeOp::Renamed, to, Some(key)),
+            None => (ChangeOp::Deleted, key, None),
+        };
+        match self.inner.read(p, self.limit) {
+            Ok(content) => {
+                let mut v = self.revision(op, path, from, file, &[]);
+                let sha = sha256_hex(&content.data);
+                v.size = content.data.len() as u64;
+                if known.is_some_and(|k| k.1 == sha) {
+                    v.content = None; // the file's previous version holds it
+                } else {
+                    v.content = Some(content.data);
+                }
+                v.sha256 = sha;
+                Ok(v)
+            }
+            Err(e @ StoreError::NotFound { .. }) => Err(e),
+            Err(_) => {
+                let mut v = self.revision(op, path, from, file, &[]);
+                v.content = None;
+                v.note = Some(UNREADABLE.to_owned());
+                Ok(v)
+            }
+        }
+    }
+
+    /// The versions of every file at or below `path` leaving it: deleted,
+    /// or renamed to the same place below `to`. One file's content at a
+    /// time is read (and kept only if the history does not have it).
+    fn leaving_all(
+        &self,
+        index: &Index,
+        path: &MemoryPath,
+        to: Option<&MemoryPath>,
+    ) -> StoreResult<Vec<Revision>> {
+        let old = path.normalized();
+        let new = to.map(MemoryPath::normalized);
+        let mut versions = Vec::new();
+        for p in self.paths_below(path)? {
+            let target = new
+                .as_ref()
+                .map(|n| format!("{n}{}", &p.normalized()[old.len()..]));
+            match self.leaving(index, &p, target) {
+                Ok(v) => versions.push(v),
+                Err(StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(versions)
+    }
+
     /// A write (`write` or `write_within`, run by `apply`) with its
     /// version: `created` or `modified`, recorded before and dropped if
     /// the store refuses the write.
@@ -175,30 +298,44 @@ impl<S: MemoryStore> HistoryStore<S> {
         mode: WriteMode,
         apply: impl FnOnce() -> StoreResult<Version>,
     ) -> StoreResult<Version> {
-        let mut files = self.lock();
-        // A create needs no look first: if something is there, the store
-        // refuses it and the version is dropped; the same for an update of
-        // a file that is gone.
-        let op = match mode {
-            WriteMode::Create => Some(ChangeOp::Created),
-            WriteMode::Update(_) => Some(ChangeOp::Modified),
-            WriteMode::Overwrite => match self.inner.stat(path)? {
-                Some(m) if m.kind == EntryKind::Directory => None,
-                Some(_) => Some(ChangeOp::Modified),
-                None => Some(ChangeOp::Created),
-            },
-        };
-        let versions = match op {
-            // The store refuses it; nothing to record.
-            None => Vec::new(),
-            Some(op) => {
-                let key = path.normalized();
-                let file = files.get(&key).copied().unwrap_or(0);
-                let file = if op == ChangeOp::Created { 0 } else { file };
-                vec![self.revision(op, key, None, file, data)]
-            }
-        };
-        self.change(&mut files, path, versions, apply)
+        self.serialized(path, |index| {
+            // A create needs no look first: if something is there, the
+            // store refuses it and the version is dropped (leaving nothing
+            // in the log); the same for an update of a file that is gone.
+            let op = match mode {
+                WriteMode::Create => Some(ChangeOp::Created),
+                WriteMode::Update(_) => Some(ChangeOp::Modified),
+                WriteMode::Overwrite => match self.inner.stat(path)? {
+                    Some(m) if m.kind == EntryKind::Directory => None,
+                    Some(_) => Some(ChangeOp::Modified),
+                    None => Some(ChangeOp::Created),
+                },
+            };
+            let key = path.normalized();
+            let versions = match op {
+                // The store refuses it; nothing to record.
+                None => Vec::new(),
+                // No version for a write that changes nothing.
+                Some(ChangeOp::Modified)
+                    if index
+                        .files
+                        .get(&key)
+                        .is_some_and(|k| k.1 == sha256_hex(data))
+                        && self
+                            .inner
+                            .read(path, self.limit)
+                            .is_ok_and(|now| now.data == data) =>
+                {
+                    Vec::new()
+                }
+                Some(op) => {
+                    let file = index.files.get(&key).map_or(0, |k| k.0);
+                    let file = if op == ChangeOp::Created { 0 } else { file };
+                    vec![self.revision(op, key, None, file, data)]
+                }
+            };
+            self.change(index, path, versions, apply)
+        })
     }
 
     /// The inner store's update (`update` or `update_within`, run by
@@ -213,51 +350,62 @@ impl<S: MemoryStore> HistoryStore<S> {
         change: &mut Change<'_>,
         apply: impl FnOnce(&mut Change<'_>) -> StoreResult<Updated>,
     ) -> StoreResult<Updated> {
-        let mut files = self.lock();
-        let key = path.normalized();
-        let file = files.get(&key).copied().unwrap_or(0);
-        let mut appended: Option<u64> = None;
-        let mut failure: Option<HistoryError> = None;
-        let result = apply(&mut |data: &[u8]| {
-            if let Some(id) = appended.take() {
-                let _ = self.log.drop_versions(&[id]);
-            }
-            let new = change(data)?;
-            let mut v = [self.revision(ChangeOp::Modified, key.clone(), None, file, &new)];
-            match self.log.append(&mut v) {
-                Ok(()) => {
-                    appended = Some(v[0].id);
-                    Ok(new)
+        self.serialized(path, |index| {
+            let key = path.normalized();
+            let file = index.files.get(&key).map_or(0, |k| k.0);
+            let mut appended: Option<Revision> = None;
+            let mut failure: Option<HistoryError> = None;
+            let result = apply(&mut |data: &[u8]| {
+                if let Some(v) = appended.take() {
+                    let _ = self.log.drop_versions(&[v.id]);
                 }
+                let new = change(data)?;
+                if new == data {
+                    return Ok(new); // no version for a change that changes nothing
+                }
+                let mut v = [self.revision(ChangeOp::Modified, key.clone(), None, file, &new)];
+                match self.log.append(&mut v) {
+                    Ok(()) => {
+                        let [v] = v;
+                        appended = Some(v);
+                        Ok(new)
+                    }
+                    Err(e) => {
+                        failure = Some(e);
+                        Err(Abort)
+                    }
+                }
+            });
+            match result {
+                Ok(Updated::Written(data)) => {
+                    if let Some(mut v) = appended {
+                        index.seen = index.seen.max(v.id);
+                        if v.file == 0 {
+                            v.file = v.id;
+                        }
+                        index.apply(&v);
+                    }
+                    Ok(Updated::Written(data))
+                }
+                Ok(Updated::Aborted) => match failure {
+                    Some(e) => Err(log_failure(path, e)),
+                    None => Ok(Updated::Aborted),
+                },
                 Err(e) => {
-                    failure = Some(e);
-                    Err(Abort)
+                    if let Some(v) = appended {
+                        let _ = self.log.drop_versions(&[v.id]);
+                    }
+                    Err(e)
                 }
             }
-        });
-        match result {
-            Ok(Updated::Written(data)) => {
-                if let Some(id) = appended {
-                    files.insert(key, if file == 0 { id } else { file });
-                }
-                Ok(Updated::Written(data))
-            }
-            Ok(Updated::Aborted) => match failure {
-                Some(e) => Err(log_failure(path, e)),
-                None => Ok(Updated::Aborted),
-            },
-            Err(e) => {
-                if let Some(id) = appended {
-                    let _ = self.log.drop_versions(&[id]);
-                }
-                Err(e)
-            }
-        }
+        })
     }
 
+    /// Appends `versions` (write-ahead), runs `apply`, and drops the
+    /// versions again if it fails; on success updates the file index.
     pub(super) fn change<T>(
         &self,
-        files: &mut HashMap<String, u64>,
+        index: &mut Index,
         path: &MemoryPath,
         mut versions: Vec<Revision>,
         apply: impl FnOnce() -> StoreResult<T>,
@@ -270,22 +418,12 @@ impl<S: MemoryStore> HistoryStore<S> {
             .map_err(|e| log_failure(path, e))?;
         match apply() {
             Ok(value) => {
-                for v in &versions {
-                    let file = if v.file == 0 { v.id } else { v.file };
-                    match v.op {
-                        ChangeOp::Created | ChangeOp::Modified => {
-                            files.insert(v.path.clone(), file);
-                        }
-                        ChangeOp::Deleted => {
-                            files.remove(&v.path);
-                        }
-                        ChangeOp::Renamed => {
-                            if let Some(from) = &v.from {
-                                files.remove(from);
-                            }
-                            files.insert(v.path.clone(), file);
-                        }
+                for v in &mut versions {
+                    index.seen = index.seen.max(v.id);
+                    if v.file == 0 {
+                        v.file = v.id;
                     }
+                    index.apply(v);
                 }
                 Ok(value)
             }
@@ -299,21 +437,18 @@ impl<S: MemoryStore> HistoryStore<S> {
         }
     }
 
-    /// The files at or below `path` with their content (none if missing).
-    pub(super) fn files_below(&self, path: &MemoryPath) -> StoreResult<Vec<(MemoryPath, Vec<u8>)>> {
+    /// The files at or below `path` (none if missing).
+    pub(super) fn paths_below(&self, path: &MemoryPath) -> StoreResult<Vec<MemoryPath>> {
         match self.inner.stat(path)? {
             None => Ok(Vec::new()),
-            Some(m) if m.kind == EntryKind::File => {
-                Ok(vec![(path.clone(), self.inner.read(path, u64::MAX)?.data)])
-            }
+            Some(m) if m.kind == EntryKind::File => Ok(vec![path.clone()]),
             Some(_) => {
                 let mut out = Vec::new();
                 walk(&self.inner, path, Order::ByName, &mut |step| {
                     if let Step::File { dir, entry, .. } = step
                         && let Some(p) = dir.join(&entry.name)
                     {
-                        let data = self.inner.read(&p, u64::MAX)?.data;
-                        out.push((p, data));
+                        out.push(p);
                     }
                     Ok(Flow::Continue)
                 })?;
@@ -322,13 +457,98 @@ impl<S: MemoryStore> HistoryStore<S> {
         }
     }
 
-    /// Every live file: path → content.
-    pub(super) fn live(&self, start: &MemoryPath) -> StoreResult<BTreeMap<String, Vec<u8>>> {
-        Ok(self
-            .files_below(start)?
-            .into_iter()
-            .map(|(p, d)| (p.normalized(), d))
-            .collect())
+    /// Every live file at or below `start` the store lets us read within
+    /// the limit: path → content, one at a time into `visit`; the others
+    /// go to `skipped` with the reason.
+    pub(super) fn each_live(
+        &self,
+        start: &MemoryPath,
+        skipped: &mut Vec<(String, String)>,
+        visit: &mut dyn FnMut(String, Vec<u8>),
+    ) -> StoreResult<()> {
+        for p in self.paths_below(start)? {
+            match self.inner.read(&p, self.limit) {
+                Ok(f) => visit(p.normalized(), f.data),
+                Err(StoreError::NotFound { .. }) => {}
+                Err(e) => skipped.push((p.normalized(), e.to_string())),
+            }
+        }
+        Ok(())
+    }
+
+    /// Every live file below `start`: path → content (see `each_live`).
+    pub(super) fn live(
+        &self,
+        start: &MemoryPath,
+        skipped: &mut Vec<(String, String)>,
+    ) -> StoreResult<BTreeMap<String, Vec<u8>>> {
+        let mut out = BTreeMap::new();
+        self.each_live(start, skipped, &mut |p, d| {
+            out.insert(p, d);
+        })?;
+        Ok(out)
+    }
+}
+
+/// Fills in the content of versions that refer to their file's previous
+/// version (no content, not redacted), from it when its hash matches.
+pub(super) fn resolve(versions: &mut [Revision]) {
+    let mut last: HashMap<u64, usize> = HashMap::new();
+    for i in 0..versions.len() {
+        if versions[i].file == 0 {
+            versions[i].file = versions[i].id;
+        }
+        let v = &versions[i];
+        if v.content.is_none()
+            && !v.redacted
+            && v.note.as_deref() != Some(UNREADABLE)
+            && let Some(&j) = last.get(&v.file)
+            && versions[j].sha256 == versions[i].sha256
+        {
+            let content = versions[j].content.clone();
+            let redacted = versions[j].redacted;
+            versions[i].content = content;
+            versions[i].redacted = redacted;
+        }
+        last.insert(versions[i].file, i);
+    }
+}
+
+/// The note of a version whose file could not be read within the limit.
+pub(super) const UNREADABLE: &str =
+    "content not recorded: the store would not let it be read within the file limit";
+
+/// The default read limit of repair and of deleted or renamed files' versions: 1 MiB,
+/// the handler's default [`max_file_size`](crate::Config::max_file_size).
+pub const DEFAULT_FILE_LIMIT: u64 = 1024 * 1024;
+
+/// Path → (file id, sha256) as the history last recorded it, and the
+/// highest id this handle has seen.
+#[derive(Debug, Default)]
+pub(super) struct Index {
+    pub(super) files: HashMap<String, (u64, String)>,
+    pub(super) seen: u64,
+}
+
+impl Index {
+    /// The index after `v` (file id filled in).
+    pub(super) fn apply(&mut self, v: &Revision) {
+        match v.op {
+            ChangeOp::Created | ChangeOp::Modified => {
+                self.files
+                    .insert(v.path.clone(), (v.file, v.sha256.clone()));
+            }
+            ChangeOp::Deleted => {
+                self.files.remove(&v.path);
+            }
+            ChangeOp::Renamed => {
+                if let Some(from) = &v.from {
+                    self.files.remove(from);
+                }
+                self.files
+                    .insert(v.path.clone(), (v.file, v.sha256.clone()));
+            }
+        }
     }
 }
 
@@ -383,33 +603,26 @@ impl<S: MemoryStore> MemoryStore for HistoryStore<S> {
         path: &MemoryPath,
         still: &mut dyn FnMut(&Metadata) -> bool,
     ) -> StoreResult<bool> {
-        let mut files = self.lock();
         if path.is_root() {
             return self.inner.delete_file_if(path, still);
         }
-        let versions = self
-            .files_below(path)?
-            .into_iter()
-            .map(|(p, data)| {
-                let key = p.normalized();
-                let file = files.get(&key).copied().unwrap_or(0);
-                self.revision(ChangeOp::Deleted, key, None, file, &data)
-            })
-            .collect();
-        // "Not deleted" goes through `change` as an error, so the version
-        // is dropped, then comes back as `false`.
-        let outcome = self.change(&mut files, path, versions, || {
-            match self.inner.delete_file_if(path, still) {
-                Ok(true) => Ok(()),
-                Ok(false) => Err(StoreError::NotFound { path: path.clone() }),
+        self.serialized(path, |index| {
+            let versions = self.leaving_all(index, path, None)?;
+            // "Not deleted" goes through `change` as an error, so the
+            // version is dropped, then comes back as `false`.
+            let outcome = self.change(index, path, versions, || {
+                match self.inner.delete_file_if(path, still) {
+                    Ok(true) => Ok(()),
+                    Ok(false) => Err(StoreError::NotFound { path: path.clone() }),
+                    Err(e) => Err(e),
+                }
+            });
+            match outcome {
+                Ok(()) => Ok(true),
+                Err(StoreError::NotFound { .. }) => Ok(false),
                 Err(e) => Err(e),
             }
-        });
-        match outcome {
-            Ok(()) => Ok(true),
-            Err(StoreError::NotFound { .. }) => Ok(false),
-            Err(e) => Err(e),
-        }
+        })
     }
 
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
@@ -417,41 +630,26 @@ impl<S: MemoryStore> MemoryStore for HistoryStore<S> {
     }
 
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-        let mut files = self.lock();
         if path.is_root() {
             return self.inner.delete(path);
         }
-        let versions = self
-            .files_below(path)?
-            .into_iter()
-            .map(|(p, data)| {
-                let key = p.normalized();
-                let file = files.get(&key).copied().unwrap_or(0);
-                self.revision(ChangeOp::Deleted, key, None, file, &data)
-            })
-            .collect();
-        self.change(&mut files, path, versions, || self.inner.delete(path))
+        self.serialized(path, |index| {
+            let versions = self.leaving_all(index, path, None)?;
+            self.change(index, path, versions, || self.inner.delete(path))
+        })
     }
+
     fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        let mut files = self.lock();
         if from.is_root() || to.is_root() || to.is_strictly_inside(from) {
             return self.inner.rename(from, to);
         }
-        if self.inner.stat(to)?.is_some() {
-            return self.inner.rename(from, to); // refused: it exists
-        }
-        let (old, new) = (from.normalized(), to.normalized());
-        let versions = self
-            .files_below(from)?
-            .into_iter()
-            .map(|(p, data)| {
-                let key = p.normalized();
-                let target = format!("{new}{}", &key[old.len()..]);
-                let file = files.get(&key).copied().unwrap_or(0);
-                self.revision(ChangeOp::Renamed, target, Some(key), file, &data)
-            })
-            .collect();
-        self.change(&mut files, from, versions, || self.inner.rename(from, to))
+        self.serialized(from, |index| {
+            if self.inner.stat(to)?.is_some() {
+                return self.inner.rename(from, to); // refused: it exists
+            }
+            let versions = self.leaving_all(index, from, Some(to))?;
+            self.change(index, from, versions, || self.inner.rename(from, to))
+        })
     }
 
     /// The inner store's update, with the new content's version appended

@@ -115,6 +115,9 @@ pub struct Query {
 /// What the open of a [`HistoryStore`](crate::history::HistoryStore) repaired.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RepairReport {
+    /// Whether this was the first open of the store with history: the
+    /// versions recorded are its baseline, not a repair.
+    pub baseline: bool,
     /// Versions dropped: their change never reached the store (a crash
     /// between the version and the change).
     pub dropped: Vec<u64>,
@@ -122,28 +125,75 @@ pub struct RepairReport {
     /// the history, lost versions, or, on a first open, the files present
     /// when history was turned on: the baseline).
     pub recorded: Vec<u64>,
+    /// Files repair left alone, and why: the store would not let them be
+    /// read within the file limit (a planted hard link, a file over the
+    /// limit, a FIFO). Their history is not checked until they can be.
+    pub skipped: Vec<(String, String)>,
 }
 
 impl RepairReport {
-    /// Whether nothing needed repair.
+    /// Whether nothing needed repair (and nothing was skipped).
     pub fn is_clean(&self) -> bool {
-        self.dropped.is_empty() && self.recorded.is_empty()
+        self.dropped.is_empty() && self.recorded.is_empty() && self.skipped.is_empty()
     }
 }
 
 impl std::fmt::Display for RepairReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.is_clean() {
-            return f.write_str("history: nothing to repair");
+        if self.baseline {
+            write!(
+                f,
+                "history started: recorded a baseline of {} file(s) already in the store",
+                self.recorded.len()
+            )?;
+        } else if self.dropped.is_empty() && self.recorded.is_empty() {
+            f.write_str("history: nothing to repair")?;
+        } else {
+            write!(
+                f,
+                "history repaired: dropped {} version(s) of changes that never happened {:?}; recorded {} change(s) that had no version {:?}",
+                self.dropped.len(),
+                self.dropped,
+                self.recorded.len(),
+                self.recorded
+            )?;
         }
-        write!(
-            f,
-            "history repaired: dropped {} version(s) of changes that never happened {:?}; recorded {} change(s) that had no version {:?}",
-            self.dropped.len(),
-            self.dropped,
-            self.recorded.len(),
-            self.recorded
-        )
+        if !self.skipped.is_empty() {
+            write!(
+                f,
+                "; skipped {} file(s) it could not read safely:",
+                self.skipped.len()
+            )?;
+            for (path, why) in &self.skipped {
+                write!(f, " {} ({})", super::escape(path), super::escape(why))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why [`HistoryStore::restore`] left a file as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SkipReason {
+    /// Its content at that time was redacted.
+    Redacted,
+    /// The history of the file starts after that time (a baseline or
+    /// repair version, or its earlier versions were pruned): it cannot
+    /// say whether the file existed then, so it is neither deleted nor
+    /// rewritten.
+    Undated,
+}
+
+impl SkipReason {
+    /// The reason, for an operator.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::Redacted => "its content then was redacted",
+            SkipReason::Undated => {
+                "its history starts after that time (a baseline, a repair, or pruned), so it cannot say what was there then"
+            }
+        }
     }
 }
 
@@ -158,7 +208,7 @@ pub struct RestoreReport {
     /// history cannot say whether they existed then (their first version
     /// is a baseline or a repair recorded after that time: they were
     /// there, since some unknown time, when it was recorded).
-    pub skipped: Vec<String>,
+    pub skipped: Vec<(String, SkipReason)>,
     /// Files that could not be restored, and why.
     pub failed: Vec<(String, String)>,
 }

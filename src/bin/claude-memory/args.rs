@@ -245,13 +245,20 @@ pub enum Command {
         /// Only this path and below
         #[arg(long, value_name = "PATH")]
         prefix: Option<String>,
+        /// Only say what would be restored or deleted (changes nothing)
+        #[arg(long)]
+        dry_run: bool,
     },
 
-    /// Erase a version's content, keeping its record.
+    /// Erase a version's content, keeping its record; or, with --text,
+    /// erase a text from every version that holds it.
     Redact {
         /// The version id
-        #[arg(value_parser = parse_version)]
-        id: u64,
+        #[arg(value_parser = parse_version, required_unless_present = "text")]
+        id: Option<u64>,
+        /// Erase this text from every version's content instead
+        #[arg(long, value_name = "TEXT", conflicts_with = "id")]
+        text: Option<String>,
     },
 }
 
@@ -266,6 +273,9 @@ pub enum HistoryAction {
         /// Versions kept per file (the newest)
         #[arg(long, value_name = "N")]
         keep: Option<usize>,
+        /// Only say what would be removed (changes nothing)
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 

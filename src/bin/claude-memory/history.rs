@@ -3,7 +3,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use claude_memory::history::{HistoryLog, HistoryStore, Query, Retention, Revision};
+use claude_memory::history::{
+    HistoryLog, HistoryStore, Query, Retention, Revision, escape, escape_text,
+};
 use claude_memory::path::MemoryPath;
 use claude_memory::{MemoryStore, TenantId};
 
@@ -39,7 +41,20 @@ fn history_file(spec: &StoreSpec, tenant: Option<&TenantId>) -> Option<std::path
 /// changes it records its changes too, `--history` or not, so a change
 /// made without the flag is never missing from `history`.
 pub fn exists(spec: &StoreSpec, tenant: Option<&TenantId>) -> bool {
-    history_file(spec, tenant).is_some_and(|f| f.is_file())
+    match spec {
+        StoreSpec::Postgres(url) => postgres_has_history(url, tenant.map_or("", TenantId::as_str)),
+        _ => history_file(spec, tenant).is_some_and(|f| f.is_file()),
+    }
+}
+
+#[cfg(feature = "postgres")]
+fn postgres_has_history(url: &str, scope: &str) -> bool {
+    claude_memory::history::PostgresLog::exists(url, scope).unwrap_or(false)
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres_has_history(_: &str, _: &str) -> bool {
+    false
 }
 
 /// The history log of the store `spec` names. `start` says whether a
@@ -49,8 +64,13 @@ fn log(
     spec: &StoreSpec,
     tenant: Option<&TenantId>,
     start: bool,
+    access: Access,
 ) -> Result<Box<dyn HistoryLog>, Failure> {
-    if !start && history_file(spec, tenant).is_some_and(|f| !f.is_file()) {
+    let missing = match spec {
+        StoreSpec::Postgres(_) => !exists(spec, tenant),
+        _ => history_file(spec, tenant).is_some_and(|f| !f.is_file()),
+    };
+    if !start && missing {
         return Err(Failure::Failed(
             "no history for this store: it is kept only once the store is used with --history (serve, import or prune)".into(),
         ));
@@ -59,9 +79,12 @@ fn log(
     match spec {
         StoreSpec::Dir(dir) => {
             let root = tenant.map_or_else(|| dir.clone(), |t| t.dir_in(dir));
-            Ok(Box::new(
-                claude_memory::history::FileLog::for_store(root).map_err(failed)?,
-            ))
+            let log = if access == Access::Read {
+                claude_memory::history::FileLog::for_store_read_only(root)
+            } else {
+                claude_memory::history::FileLog::for_store(root)
+            };
+            Ok(Box::new(log.map_err(failed)?))
         }
         StoreSpec::Sqlite(path) => {
             // A database file of its own beside the store's: cheaper per
@@ -114,7 +137,7 @@ pub fn open(
     start: bool,
     sealer: Option<&claude_memory::store::crypt::LogSealer>,
 ) -> Result<History, Failure> {
-    let log = crate::crypt::seal_log(log(spec, tenant, start)?, sealer);
+    let log = crate::crypt::seal_log(log(spec, tenant, start, access)?, sealer);
     if access == Access::Read {
         return HistoryStore::inspect(store, log).map_err(failed);
     }
@@ -132,14 +155,16 @@ fn time(t: SystemTime) -> String {
 }
 
 fn line(v: &Revision) -> String {
+    // Every field a model or a stored file controls is escaped: no
+    // control character can move the cursor or forge a row.
     let path = match &v.from {
-        Some(from) => format!("{from} -> {}", v.path),
-        None => v.path.clone(),
+        Some(from) => format!("{} -> {}", escape(from), escape(&v.path)),
+        None => escape(&v.path),
     };
     let actor = match (&v.actor, &v.call) {
-        (Some(a), Some(c)) => format!("{a}/{c}"),
-        (Some(a), None) => a.clone(),
-        (None, Some(c)) => c.clone(),
+        (Some(a), Some(c)) => format!("{}/{}", escape(a), escape(c)),
+        (Some(a), None) => escape(a),
+        (None, Some(c)) => escape(c),
         (None, None) => "-".into(),
     };
     let mut text = format!(
@@ -154,7 +179,7 @@ fn line(v: &Revision) -> String {
         text.push_str("\t[redacted]");
     }
     if let Some(note) = &v.note {
-        text.push_str(&format!("\t({note})"));
+        text.push_str(&format!("\t({})", escape(note)));
     }
     text
 }
@@ -195,7 +220,7 @@ pub fn show(h: &History, id: u64) -> Outcome {
     out(line(&v))?;
     out(format_args!("sha256 {}", v.sha256))?;
     match v.text() {
-        Some(text) => out(format_args!("--- content ---\n{text}")),
+        Some(text) => out(format_args!("--- content ---\n{}", escape_text(&text))),
         None => out("--- content redacted ---"),
     }
 }
@@ -206,7 +231,7 @@ pub fn diff(h: &History, a: u64, b: Option<u64>) -> Outcome {
     if text.is_empty() {
         return out("no differences");
     }
-    out(text.trim_end())
+    out(escape_text(text.trim_end()))
 }
 
 /// `revert ID`.
@@ -222,23 +247,38 @@ pub fn revert(h: &History, id: u64) -> Outcome {
 }
 
 /// `restore --at TIME [--prefix P]`.
-pub fn restore(h: &History, at: SystemTime, prefix: Option<&str>) -> Outcome {
+pub fn restore(h: &History, at: SystemTime, prefix: Option<&str>, dry_run: bool) -> Outcome {
     let prefix = prefix.map(path).transpose()?;
-    let report = h.restore(at, prefix.as_ref()).map_err(failed)?;
+    let report = if dry_run {
+        h.restore_plan(at, prefix.as_ref())
+    } else {
+        h.restore(at, prefix.as_ref())
+    }
+    .map_err(failed)?;
+    let (restored, deleted) = if dry_run {
+        ("would restore", "would delete")
+    } else {
+        ("restored", "deleted")
+    };
     for p in &report.written {
-        out(format_args!("restored {p}"))?;
+        out(format_args!("{restored} {}", escape(p)))?;
     }
     for p in &report.deleted {
-        out(format_args!("deleted {p}"))?;
+        out(format_args!("{deleted} {}", escape(p)))?;
     }
-    for p in &report.skipped {
-        out(format_args!("skipped {p}: its content then was redacted"))?;
+    for (p, why) in &report.skipped {
+        out(format_args!("skipped {}: {}", escape(p), why.as_str()))?;
     }
     for (p, e) in &report.failed {
-        crate::output::err(format_args!("claude-memory: cannot restore {p}: {e}"));
+        crate::output::err(format_args!(
+            "claude-memory: cannot restore {}: {}",
+            escape(p),
+            escape(e)
+        ));
     }
     out(format_args!(
-        "restored to {}: {} written, {} deleted, {} skipped",
+        "{} to {}: {} written, {} deleted, {} skipped",
+        if dry_run { "would restore" } else { "restored" },
         time(at),
         count(report.written.len(), "file", "files"),
         report.deleted.len(),
@@ -251,8 +291,33 @@ pub fn restore(h: &History, at: SystemTime, prefix: Option<&str>) -> Outcome {
     }
 }
 
-/// `redact ID`.
-pub fn redact(h: &History, id: u64) -> Outcome {
+/// `redact ID` or `redact --text TEXT`.
+pub fn redact(h: &History, id: Option<u64>, text: Option<&str>) -> Outcome {
+    if let Some(text) = text {
+        let (ids, still) = h.redact_text(text.as_bytes()).map_err(failed)?;
+        let list: Vec<String> = ids.iter().map(|v| format!("v{v}")).collect();
+        out(format_args!(
+            "erased the text from {}{}",
+            count(ids.len(), "version", "versions"),
+            if list.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", list.join(", "))
+            }
+        ))?;
+        for p in &still {
+            out(format_args!(
+                "the live file {} still holds it: edit or delete it (the history does not change the store)",
+                escape(p)
+            ))?;
+        }
+        return Ok(());
+    }
+    let Some(id) = id else {
+        return Err(Failure::Usage(
+            "redact needs a version id or --text TEXT".into(),
+        ));
+    };
     let ids = h.redact(id).map_err(failed)?;
     let also: Vec<String> = ids[1..].iter().map(|v| format!("v{v}")).collect();
     if also.is_empty() {
@@ -269,7 +334,12 @@ pub fn redact(h: &History, id: u64) -> Outcome {
 }
 
 /// `history prune [--older-than AGE] [--keep N]`.
-pub fn prune(h: &History, older_than: Option<Duration>, keep: Option<usize>) -> Outcome {
+pub fn prune(
+    h: &History,
+    older_than: Option<Duration>,
+    keep: Option<usize>,
+    dry_run: bool,
+) -> Outcome {
     if keep == Some(0) {
         return Err(Failure::Usage(
             "--keep 0 would leave a live file without its latest version: keep at least 1".into(),
@@ -280,14 +350,19 @@ pub fn prune(h: &History, older_than: Option<Duration>, keep: Option<usize>) -> 
             "history prune needs --older-than AGE, --keep N or both".into(),
         ));
     }
-    let removed = h
-        .prune(&Retention {
-            max_age: older_than,
-            keep_per_file: keep,
-        })
-        .map_err(failed)?;
+    let retention = Retention {
+        max_age: older_than,
+        keep_per_file: keep,
+    };
+    let removed = if dry_run {
+        h.prune_plan(&retention)
+    } else {
+        h.prune(&retention)
+    }
+    .map_err(failed)?;
     out(format_args!(
-        "removed {} (the latest version of every live file is kept)",
+        "{} {} (the latest version of every live file is kept)",
+        if dry_run { "would remove" } else { "removed" },
         count(removed.len(), "version", "versions")
     ))
 }

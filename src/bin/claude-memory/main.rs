@@ -161,7 +161,12 @@ fn run(cli: Cli) -> Outcome {
         }
         Command::Check => check::check(&open(Access::Read)?),
         Command::History {
-            action: Some(args::HistoryAction::Prune { older_than, keep }),
+            action:
+                Some(args::HistoryAction::Prune {
+                    older_than,
+                    keep,
+                    dry_run,
+                }),
             path,
             prefix,
             since,
@@ -178,7 +183,7 @@ fn run(cli: Cli) -> Outcome {
                     "history prune applies to the whole history: it takes --older-than and --keep only (no PATH, --prefix, --since, --until or --actor)".into(),
                 ));
             }
-            history::prune(&open_history(Access::Change)?, older_than, keep)
+            history::prune(&open_history(Access::Change)?, older_than, keep, dry_run)
         }
         Command::History {
             action: None,
@@ -198,9 +203,18 @@ fn run(cli: Cli) -> Outcome {
         Command::Show { id } => history::show(&open_history(Access::Read)?, id),
         Command::Diff { from, to } => history::diff(&open_history(Access::Read)?, from, to),
         Command::Revert { id } => history::revert(&open_history(Access::Change)?, id),
-        Command::Restore { at, prefix } => {
-            history::restore(&open_history(Access::Change)?, at, prefix.as_deref())
+        Command::Restore {
+            at,
+            prefix,
+            dry_run,
+        } => history::restore(
+            &open_history(Access::Change)?,
+            at,
+            prefix.as_deref(),
+            dry_run,
+        ),
+        Command::Redact { id, text } => {
+            history::redact(&open_history(Access::Change)?, id, text.as_deref())
         }
-        Command::Redact { id } => history::redact(&open_history(Access::Change)?, id),
     }
 }

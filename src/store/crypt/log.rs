@@ -97,6 +97,7 @@ impl<L: HistoryLog> SealedLog<L> {
     }
 }
 
+#[deny(clippy::missing_trait_methods)]
 impl<L: HistoryLog> HistoryLog for SealedLog<L> {
     fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
         let mut sealed = Vec::with_capacity(versions.len());
@@ -135,7 +136,32 @@ impl<L: HistoryLog> HistoryLog for SealedLog<L> {
         self.inner.redact(id)
     }
 
+    fn replace_content(
+        &self,
+        id: u64,
+        content: Vec<u8>,
+        redacted: bool,
+    ) -> Result<bool, HistoryError> {
+        self.inner
+            .replace_content(id, self.seal(&content)?, redacted)
+    }
+
     fn compact(&self) -> Result<(), HistoryError> {
         self.inner.compact()
+    }
+
+    fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
+        self.inner.exclusive(change)
+    }
+
+    fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
+        let mut out = self.inner.load_after(after)?;
+        for v in &mut out {
+            v.path = self.open_text(&v.path)?;
+            v.from = v.from.as_deref().map(|f| self.open_text(f)).transpose()?;
+            v.sha256 = self.open_text(&v.sha256)?;
+            v.content = v.content.as_deref().map(|c| self.open(c)).transpose()?;
+        }
+        Ok(out)
     }
 }

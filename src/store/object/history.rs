@@ -147,6 +147,28 @@ impl CloudLog {
     }
 }
 
+impl CloudLog {
+    /// Reads version `id`'s object, changes its record with `change` and
+    /// writes it back; `false` if there is no such version.
+    fn rewrite(&self, id: u64, change: impl FnOnce(&mut Record)) -> Result<bool, HistoryError> {
+        let (bucket, key) = (Arc::clone(&self.store.store), self.key(id));
+        let body = self.run(async move {
+            match bucket.get(&key).await {
+                Ok(r) => r.bytes().await.map(|b| Some(b.to_vec())),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })?;
+        let Some(body) = body else { return Ok(false) };
+        let mut record: Record = serde_json::from_slice(&body).map_err(log_error)?;
+        change(&mut record);
+        let body = serde_json::to_vec(&record).map_err(log_error)?;
+        let (bucket, key) = (Arc::clone(&self.store.store), self.key(id));
+        self.run(async move { bucket.put(&key, PutPayload::from(body)).await.map(|_| ()) })?;
+        Ok(true)
+    }
+}
+
 impl HistoryLog for CloudLog {
     fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
         if self.last.load(Ordering::Relaxed) == 0 {
@@ -213,21 +235,21 @@ impl HistoryLog for CloudLog {
     }
 
     fn redact(&self, id: u64) -> Result<bool, HistoryError> {
-        let (bucket, key) = (Arc::clone(&self.store.store), self.key(id));
-        let body = self.run(async move {
-            match bucket.get(&key).await {
-                Ok(r) => r.bytes().await.map(|b| Some(b.to_vec())),
-                Err(object_store::Error::NotFound { .. }) => Ok(None),
-                Err(e) => Err(e),
-            }
-        })?;
-        let Some(body) = body else { return Ok(false) };
-        let mut record: Record = serde_json::from_slice(&body).map_err(log_error)?;
-        record.content = None;
-        record.redacted = true;
-        let body = serde_json::to_vec(&record).map_err(log_error)?;
-        let (bucket, key) = (Arc::clone(&self.store.store), self.key(id));
-        self.run(async move { bucket.put(&key, PutPayload::from(body)).await.map(|_| ()) })?;
-        Ok(true)
+        self.rewrite(id, |record| {
+            record.content = None;
+            record.redacted = true;
+        })
+    }
+
+    fn replace_content(
+        &self,
+        id: u64,
+        content: Vec<u8>,
+        redacted: bool,
+    ) -> Result<bool, HistoryError> {
+        self.rewrite(id, move |record| {
+            record.content = Some(content);
+            record.redacted = redacted;
+        })
     }
 }
