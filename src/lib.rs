@@ -150,6 +150,8 @@ pub use store::TenantStore;
 #[cfg(feature = "cloud")]
 pub use store::{CloudBuilder, CloudError, CloudLog, CloudScheme, CloudStore, parse_cloud_url};
 pub use store::{InMemoryStore, MemoryStore, StoreError};
+#[cfg(feature = "encryption")]
+pub use store::crypt::{EncryptedStore, Key, Keyring, SealedLog};
 #[cfg(feature = "postgres")]
 pub use store::{PostgresBuilder, PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]
