@@ -147,11 +147,11 @@ pub use result::{Content, ImageFormat, ToolResult};
 #[cfg(any(unix, windows))]
 pub use store::FilesystemStore;
 pub use store::TenantStore;
+#[cfg(feature = "encryption")]
+pub use store::crypt::{EncryptedStore, Key, Keyring, SealedLog};
 #[cfg(feature = "cloud")]
 pub use store::{CloudBuilder, CloudError, CloudLog, CloudScheme, CloudStore, parse_cloud_url};
 pub use store::{InMemoryStore, MemoryStore, StoreError};
-#[cfg(feature = "encryption")]
-pub use store::crypt::{EncryptedStore, Key, Keyring, SealedLog};
 #[cfg(feature = "postgres")]
 pub use store::{PostgresBuilder, PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]
