@@ -45,6 +45,8 @@
 //! # Ok::<(), claude_memory::history::HistoryError>(())
 //! ```
 
+mod file_log;
+mod journal_dir;
 mod log;
 mod ops;
 mod repair;
@@ -56,7 +58,8 @@ mod version;
 use std::cell::RefCell;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-pub use self::log::{FileLog, HISTORY_DIR, HistoryLog, MemoryLog};
+pub use self::file_log::{FileLog, HISTORY_DIR};
+pub use self::log::{HistoryLog, MemoryLog};
 #[cfg(feature = "postgres")]
 pub use self::sql::PostgresLog;
 #[cfg(feature = "sqlite")]

@@ -1,0 +1,583 @@
+//! The journal file: [`FileLog`], one JSON line per version in the
+//! store's reserved directory (opened through `journal_dir.rs`).
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+
+use super::journal_dir::Dir;
+use super::log::{HistoryLog, erase};
+use super::{ChangeOp, HistoryError, Revision};
+
+/// The reserved directory a [`FileLog`] uses inside a filesystem store's
+/// root: the store never lists it, and no memory path can name it.
+pub const HISTORY_DIR: &str = ".claude-memory-history";
+
+pub(super) const JOURNAL: &str = "journal.jsonl";
+
+/// A journal file: one JSON line per version (and one per dropped batch),
+/// appended under an exclusive `flock`, so several processes share it.
+///
+/// [`FileLog::for_store`] puts it in the reserved directory
+/// `.claude-memory-history/` of a filesystem store's root (mode 0700, the
+/// journal 0600). On Unix both are opened relative to a handle on the
+/// root, following no link: a journal or directory replaced by a symbolic
+/// link, a journal with a second hard link, or one that is not a regular
+/// file (a FIFO, a device) is refused, never read or written. A torn last
+/// line (a writer killed mid-append) is cut off when the log is opened
+/// for writing ([`open_read_only`](Self::open_read_only) never writes).
+/// Redaction and pruning rewrite the file (a new file, synced, renamed
+/// over the old one), so erased content is gone from it.
+///
+/// An append that fails half-way (a full disk) is cut back off, so the
+/// journal is as it was; the versions of a change the store refused are
+/// cut off the same way (nothing of them stays in the file).
+///
+/// By default an append is not synced: after a process crash (`SIGKILL`)
+/// nothing is lost, since the page cache survives; after a power cut the
+/// last versions may be missing, and the next open records the files they
+/// changed as `repair` versions (content kept, the actor lost).
+/// [`sync`](Self::sync) adds one `fdatasync` per change so attribution
+/// survives a power cut too.
+#[derive(Debug)]
+pub struct FileLog {
+    dir: Dir,
+    sync: bool,
+    read_only: bool,
+    state: Mutex<FileState>,
+}
+
+#[derive(Debug)]
+struct FileState {
+    file: File,
+    /// Bytes of the journal this handle has seen.
+    seen: u64,
+    last_id: u64,
+    /// Whether [`HistoryLog::exclusive`] holds the `flock` now.
+    held: bool,
+    /// The last batch appended: its ids, and where it starts and ends, so
+    /// dropping it (a refused change) cuts it off instead of adding a line.
+    last_batch: Option<(Vec<u64>, u64, u64)>,
+}
+
+/// The largest line a journal may hold that is read back: a version of a
+/// file of at most the store's file limit, as base64, plus its record.
+const MAX_LINE: usize = 64 * 1024 * 1024;
+
+fn json_len(text: &str) -> usize {
+    text.bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\t' | b'\r' | 0x08 | 0x0c => 2,
+            0..=0x1f => 6,
+            _ => 1,
+        })
+        .sum()
+}
+
+pub(super) fn log_error(e: impl std::fmt::Display) -> HistoryError {
+    HistoryError::Log(e.to_string())
+}
+
+impl FileLog {
+    /// The log of the filesystem store rooted at `root`: its reserved
+    /// directory `.claude-memory-history/`, created if missing, opened
+    /// relative to a handle on `root` (no link followed).
+    pub fn for_store(root: impl AsRef<Path>) -> Result<FileLog, HistoryError> {
+        Self::open_in(root.as_ref(), Some(HISTORY_DIR), false)
+    }
+
+    /// [`for_store`](Self::for_store) for reading only: nothing is
+    /// created, cut or written (the history commands that only read).
+    pub fn for_store_read_only(root: impl AsRef<Path>) -> Result<FileLog, HistoryError> {
+        Self::open_in(root.as_ref(), Some(HISTORY_DIR), true)
+    }
+
+    /// The log in directory `dir`, created (mode 0700) if missing.
+    pub fn open(dir: impl AsRef<Path>) -> Result<FileLog, HistoryError> {
+        Self::open_in(dir.as_ref(), None, false)
+    }
+
+    /// The log in directory `dir`, for reading only.
+    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<FileLog, HistoryError> {
+        Self::open_in(dir.as_ref(), None, true)
+    }
+
+    fn open_in(base: &Path, sub: Option<&str>, read_only: bool) -> Result<FileLog, HistoryError> {
+        let dir = Dir::open(base, sub, !read_only)?;
+        let file = dir.journal(read_only)?;
+        let log = FileLog {
+            dir,
+            sync: false,
+            read_only,
+            state: Mutex::new(FileState {
+                file,
+                seen: 0,
+                last_id: 0,
+                held: false,
+                last_batch: None,
+            }),
+        };
+        {
+            let mut state = log.state.lock().unwrap_or_else(PoisonError::into_inner);
+            lock_file(&state.file, read_only)?;
+            let result = if read_only {
+                log.catch_up(&mut state)
+            } else {
+                log.cut_torn_tail(&mut state)
+                    .and_then(|()| log.catch_up(&mut state))
+            };
+            let _ = state.file.unlock();
+            result?;
+        }
+        Ok(log)
+    }
+
+    /// Syncs every append (`fdatasync`), so a power cut loses no
+    /// attribution (default: off; see the type's documentation).
+    pub fn sync(mut self, sync: bool) -> Self {
+        self.sync = sync;
+        self
+    }
+
+    /// Cuts a last line without its newline (a writer killed mid-append),
+    /// reading only the file's tail.
+    fn cut_torn_tail(&self, state: &mut FileState) -> Result<(), HistoryError> {
+        let len = state.file.metadata().map_err(log_error)?.len();
+        if len == 0 {
+            return Ok(());
+        }
+        let mut end = len;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let start = end.saturating_sub(buf.len() as u64);
+            let n = usize::try_from(end - start).unwrap_or(0);
+            (&state.file)
+                .seek(SeekFrom::Start(start))
+                .map_err(log_error)?;
+            (&state.file).read_exact(&mut buf[..n]).map_err(log_error)?;
+            if end == len && buf[n - 1] == b'\n' {
+                return Ok(());
+            }
+            if let Some(i) = buf[..n].iter().rposition(|&b| b == b'\n') {
+                return state.file.set_len(start + i as u64 + 1).map_err(log_error);
+            }
+            if start == 0 {
+                return state.file.set_len(0).map_err(log_error);
+            }
+            end = start;
+        }
+    }
+
+    /// Reopens the journal if another process replaced it (redaction,
+    /// pruning), then reads what others appended since, for the last id.
+    fn catch_up(&self, state: &mut FileState) -> Result<(), HistoryError> {
+        if self.dir.replaced(&state.file)? {
+            let _ = state.file.unlock();
+            state.file = self.dir.journal(self.read_only)?;
+            lock_file(&state.file, self.read_only)?;
+            state.seen = 0;
+            state.last_batch = None;
+        }
+        let len = state.file.metadata().map_err(log_error)?.len();
+        if len <= state.seen {
+            return Ok(());
+        }
+        state.last_batch = None;
+        let mut last = state.last_id;
+        each_line(
+            &state.file,
+            state.seen,
+            &mut |line| match serde_json::from_slice::<Line>(line) {
+                Ok(Line::Version(r)) => last = last.max(r.id),
+                Ok(Line::Mark { last_id }) => last = last.max(last_id),
+                _ => {}
+            },
+        )?;
+        state.last_id = last;
+        state.seen = len;
+        Ok(())
+    }
+
+    fn locked<T>(
+        &self,
+        f: impl FnOnce(&mut FileState) -> Result<T, HistoryError>,
+    ) -> Result<T, HistoryError> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.held {
+            return self.catch_up(&mut state).and_then(|()| f(&mut state));
+        }
+        lock_file(&state.file, self.read_only)?;
+        let result = self.catch_up(&mut state).and_then(|()| f(&mut state));
+        let _ = state.file.unlock();
+        result
+    }
+
+    fn writable(&self) -> Result<(), HistoryError> {
+        if self.read_only {
+            return Err(HistoryError::Log(
+                "the history is open for reading only".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Appends `lines` in one write at the end; if it fails half-way (a
+    /// full disk), cuts the file back to where it was.
+    fn append_lines(&self, state: &mut FileState, lines: &[u8]) -> Result<(), HistoryError> {
+        self.writable()?;
+        let start = state.file.metadata().map_err(log_error)?.len();
+        let written = (&state.file).write_all(lines).and_then(|()| {
+            if self.sync {
+                state.file.sync_data()
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = written {
+            let _ = state.file.set_len(start);
+            return Err(log_error(e));
+        }
+        state.seen = start + lines.len() as u64;
+        Ok(())
+    }
+
+    fn read_all(state: &FileState) -> Result<Vec<Revision>, HistoryError> {
+        let mut versions = std::collections::BTreeMap::new();
+        each_line(&state.file, 0, &mut |line| {
+            match serde_json::from_slice::<Line>(line) {
+                Ok(Line::Version(r)) => {
+                    versions.insert(r.id, (*r).into_version());
+                }
+                Ok(Line::Drop { drop }) => {
+                    for id in drop {
+                        versions.remove(&id);
+                    }
+                }
+                Ok(Line::Mark { .. }) | Err(_) => {} // a mark, a blank or torn line
+            }
+        })?;
+        Ok(versions.into_values().collect())
+    }
+
+    /// Writes `versions` as the whole journal: a new file, synced, renamed
+    /// over the old one, the directory synced. If the disk has no room
+    /// for the new file, the journal is rewritten in place instead (it
+    /// only shrinks), synced, then cut to its new length.
+    fn rewrite(&self, state: &mut FileState, versions: &[Revision]) -> Result<(), HistoryError> {
+        self.writable()?;
+        let mut text = serde_json::to_vec(&Line::Mark {
+            last_id: state.last_id,
+        })
+        .map_err(log_error)?;
+        text.push(b'\n');
+        for v in versions {
+            serde_json::to_writer(&mut text, &Line::Version(Box::new(Record::from_version(v))))
+                .map_err(log_error)?;
+            text.push(b'\n');
+        }
+        match self.dir.replace(&text) {
+            Ok(()) => {
+                let _ = state.file.unlock();
+                state.file = self.dir.journal(false)?;
+                lock_file(&state.file, false)?;
+            }
+            Err(e) if is_full(&e) => {
+                // No room for a copy: the new journal is no longer than the
+                // old one, so write it over it and cut the rest.
+                // (A crash meanwhile can leave old lines after the new
+                // ones: see the README's safety model.)
+                let mut over = self.dir.overwrite()?;
+                over.write_all(&text).map_err(log_error)?;
+                over.sync_all().map_err(log_error)?;
+                over.set_len(text.len() as u64).map_err(log_error)?;
+                over.sync_all().map_err(log_error)?;
+            }
+            Err(e) => return Err(log_error(e)),
+        }
+        state.seen = text.len() as u64;
+        state.last_batch = None;
+        Ok(())
+    }
+}
+
+fn is_full(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::StorageFull || e.raw_os_error() == Some(28)
+}
+
+/// The flock of the journal: shared to read only, else exclusive.
+fn lock_file(file: &File, shared: bool) -> Result<(), HistoryError> {
+    if shared {
+        file.lock_shared().map_err(log_error)
+    } else {
+        file.lock().map_err(log_error)
+    }
+}
+
+/// Calls `f` with each line of `file` from `offset`, reading in chunks
+/// (a line over [`MAX_LINE`] is skipped, never held whole).
+fn each_line(file: &File, offset: u64, f: &mut dyn FnMut(&[u8])) -> Result<(), HistoryError> {
+    let mut reader = io::BufReader::with_capacity(256 * 1024, file);
+    reader.seek(SeekFrom::Start(offset)).map_err(log_error)?;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = io::BufRead::read_until(
+            &mut (&mut reader).take(MAX_LINE as u64 + 1),
+            b'\n',
+            &mut line,
+        )
+        .map_err(log_error)?;
+        if n == 0 {
+            return Ok(());
+        }
+        if line.len() > MAX_LINE {
+            // Skip the rest of an overlong line.
+            let mut sink = Vec::new();
+            loop {
+                sink.clear();
+                let m = io::BufRead::read_until(
+                    &mut (&mut reader).take(MAX_LINE as u64),
+                    b'\n',
+                    &mut sink,
+                )
+                .map_err(log_error)?;
+                if m == 0 || sink.last() == Some(&b'\n') {
+                    break;
+                }
+            }
+            continue;
+        }
+        f(line.strip_suffix(b"\n").unwrap_or(&line));
+    }
+}
+
+impl HistoryLog for FileLog {
+    fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
+        self.locked(|state| {
+            let mut lines = Vec::new();
+            let mut id = state.last_id;
+            for v in versions.iter_mut() {
+                id += 1;
+                v.id = id;
+                serde_json::to_writer(
+                    &mut lines,
+                    &Line::Version(Box::new(Record::from_version(v))),
+                )
+                .map_err(log_error)?;
+                lines.push(b'\n');
+            }
+            let start = state.file.metadata().map_err(log_error)?.len();
+            self.append_lines(state, &lines)?;
+            state.last_id = id;
+            state.last_batch = Some((versions.iter().map(|v| v.id).collect(), start, state.seen));
+            Ok(())
+        })
+    }
+
+    fn load(&self) -> Result<Vec<Revision>, HistoryError> {
+        self.locked(|state| Self::read_all(state))
+    }
+
+    fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.locked(|state| {
+            self.writable()?;
+            // The batch just appended and nothing after it: cut it off, so
+            // a refused change leaves nothing in the file.
+            if let Some((batch, start, end)) = &state.last_batch
+                && batch.as_slice() == ids
+                && state.file.metadata().map_err(log_error)?.len() == *end
+            {
+                let start = *start;
+                state.file.set_len(start).map_err(log_error)?;
+                state.seen = start;
+                state.last_batch = None;
+                return Ok(());
+            }
+            let mut line = serde_json::to_vec(&Line::Drop { drop: ids.to_vec() })
+                .map_err(|e| io::Error::other(e.to_string()))
+                .map_err(log_error)?;
+            line.push(b'\n');
+            self.append_lines(state, &line)?;
+            state.last_batch = None;
+            Ok(())
+        })
+    }
+
+    fn redact(&self, id: u64) -> Result<bool, HistoryError> {
+        self.locked(|state| {
+            let mut versions = Self::read_all(state)?;
+            let Some(v) = versions.iter_mut().find(|v| v.id == id) else {
+                return Ok(false);
+            };
+            erase(v);
+            self.rewrite(state, &versions)?;
+            Ok(true)
+        })
+    }
+
+    fn replace_content(
+        &self,
+        id: u64,
+        content: Vec<u8>,
+        redacted: bool,
+    ) -> Result<bool, HistoryError> {
+        self.locked(|state| {
+            let mut versions = Self::read_all(state)?;
+            let Some(v) = versions.iter_mut().find(|v| v.id == id) else {
+                return Ok(false);
+            };
+            v.content = Some(content);
+            v.redacted = redacted;
+            self.rewrite(state, &versions)?;
+            Ok(true)
+        })
+    }
+
+    /// Rewrites the journal without dropped versions and tombstones, so
+    /// pruned content leaves the file.
+    fn compact(&self) -> Result<(), HistoryError> {
+        self.locked(|state| {
+            let versions = Self::read_all(state)?;
+            self.rewrite(state, &versions)
+        })
+    }
+
+    /// Holds the journal's exclusive `flock` for the whole change.
+    fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
+        struct Release<'a>(&'a FileLog);
+        impl Drop for Release<'_> {
+            fn drop(&mut self) {
+                let mut state = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+                state.held = false;
+                let _ = state.file.unlock();
+            }
+        }
+        let last = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            if state.held {
+                let last = state.last_id;
+                drop(state);
+                change(last);
+                return Ok(());
+            }
+            lock_file(&state.file, self.read_only)?;
+            if let Err(e) = self.catch_up(&mut state) {
+                let _ = state.file.unlock();
+                return Err(e);
+            }
+            state.held = true;
+            state.last_id
+        };
+        let _release = Release(self);
+        change(last);
+        Ok(())
+    }
+
+    fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
+        let mut all = self.load()?;
+        all.retain(|v| v.id > after);
+        Ok(all)
+    }
+}
+
+pub(super) const TMP: &str = "journal.jsonl.tmp";
+/// One journal line.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+enum Line {
+    Version(Box<Record>),
+    Drop {
+        drop: Vec<u64>,
+    },
+    /// The last id given out, first in a rewritten journal, so no id is
+    /// reused after the versions holding the highest ones are gone.
+    Mark {
+        last_id: u64,
+    },
+}
+
+/// A version as stored: content as text when it is UTF-8, else base64.
+#[derive(Debug, Serialize, Deserialize)]
+struct Record {
+    id: u64,
+    file: u64,
+    op: ChangeOp,
+    path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    from: Option<String>,
+    time_ns: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    actor: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    call: Option<String>,
+    sha256: String,
+    size: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    base64: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    redacted: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+}
+
+impl Record {
+    fn from_version(v: &Revision) -> Record {
+        // Text when JSON writes it at most a third longer (base64's
+        // cost), else base64: control characters, which JSON writes as
+        // six bytes each, never multiply the content's size.
+        let (text, base64) = match &v.content {
+            None => (None, None),
+            Some(data) => match std::str::from_utf8(data) {
+                Ok(t) if json_len(t) <= t.len() + t.len() / 3 + 4 => (Some(t.to_owned()), None),
+                _ => (None, Some(crate::base64::encode(data))),
+            },
+        };
+        Record {
+            id: v.id,
+            file: v.file,
+            op: v.op,
+            path: v.path.clone(),
+            from: v.from.clone(),
+            time_ns: super::to_nanos(v.time),
+            actor: v.actor.clone(),
+            call: v.call.clone(),
+            sha256: v.sha256.clone(),
+            size: v.size,
+            text,
+            base64,
+            redacted: v.redacted,
+            note: v.note.clone(),
+        }
+    }
+
+    fn into_version(self) -> Revision {
+        let content = match (self.text, self.base64) {
+            (Some(t), _) => Some(t.into_bytes()),
+            (None, Some(b)) => crate::base64::decode(&b),
+            (None, None) => None,
+        };
+        Revision {
+            id: self.id,
+            file: self.file,
+            op: self.op,
+            path: self.path,
+            from: self.from,
+            time: super::from_nanos(self.time_ns),
+            actor: self.actor,
+            call: self.call,
+            sha256: self.sha256,
+            size: self.size,
+            content,
+            redacted: self.redacted,
+            note: self.note,
+        }
+    }
+}
