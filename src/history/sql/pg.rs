@@ -1,0 +1,308 @@
+//! The history log in PostgreSQL: [`PostgresLog`].
+
+use super::*;
+use crate::PostgresStore;
+use crate::store::sql::{Dialect, Fail, Param};
+
+/// The table, then its id counter (one statement each: the store's
+/// connections run prepared statements).
+const SCHEMA: [&str; 2] = [
+    "CREATE TABLE IF NOT EXISTS claude_memory_history (
+scope TEXT NOT NULL,
+id BIGINT NOT NULL,
+file BIGINT NOT NULL,
+op TEXT NOT NULL,
+path TEXT NOT NULL,
+from_path TEXT,
+time_ns BIGINT NOT NULL,
+actor TEXT,
+call TEXT,
+sha256 TEXT NOT NULL,
+size BIGINT NOT NULL,
+content BYTEA,
+redacted BOOLEAN NOT NULL DEFAULT FALSE,
+note TEXT,
+PRIMARY KEY (scope, id)
+)",
+    "CREATE TABLE IF NOT EXISTS claude_memory_history_ids (
+scope TEXT PRIMARY KEY,
+last_id BIGINT NOT NULL
+)",
+];
+
+fn db_fail(e: Fail) -> HistoryError {
+    HistoryError::Log(e.describe())
+}
+
+/// A nullable text column's parameter: `NULLIF($n, '')` in the SQL
+/// turns `""` back into NULL (no stored value is an empty string).
+fn or_empty(text: &Option<String>) -> Param<'_> {
+    Param::Text(text.as_deref().unwrap_or(""))
+}
+
+fn non_empty(text: String) -> Option<String> {
+    (!text.is_empty()).then_some(text)
+}
+
+/// The history of a [`PostgresStore`](crate::PostgresStore), in the
+/// table `claude_memory_history` of the same database, through a pool
+/// (and runtime) of its own, so it is as safe in async code as the
+/// store and never waits for a connection the store's change holds.
+/// Ids stay monotonic across processes (a per-scope counter row).
+pub struct PostgresLog {
+    db: PostgresStore,
+    scope: String,
+}
+
+impl std::fmt::Debug for PostgresLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresLog")
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresLog {
+    /// The log of the PostgreSQL store at `url`, for `scope` (the
+    /// tenant id of a [`for_tenant`](crate::PostgresStore::for_tenant)
+    /// store, else `""`).
+    pub fn connect(url: &str, scope: &str) -> Result<Self, HistoryError> {
+        let db = PostgresStore::connect(url, 2).map_err(db_error)?;
+        db.transaction("\u{1}history-schema", |tx| {
+            for statement in SCHEMA {
+                tx.run(statement, &[])?;
+            }
+            // The scope's counter row marks that it keeps a history
+            // (see `exists`), even before its first version.
+            tx.run(
+                "INSERT INTO claude_memory_history_ids (scope, last_id) VALUES ($1, 0)
+                 ON CONFLICT (scope) DO NOTHING",
+                &[Param::Text(scope)],
+            )?;
+            Ok(())
+        })
+        .map_err(db_fail)?;
+        Ok(PostgresLog {
+            db,
+            scope: scope.to_owned(),
+        })
+    }
+
+    /// Whether the database at `url` keeps a history for `scope` (a
+    /// [`connect`](Self::connect) made it), creating nothing: so every
+    /// change to such a store is recorded, and the history commands
+    /// refuse a store that has none.
+    pub fn exists(url: &str, scope: &str) -> Result<bool, HistoryError> {
+        let db = PostgresStore::connect(url, 1).map_err(db_error)?;
+        db.connection(|c| {
+            let table = c
+                .fetch_opt(
+                    "SELECT CASE WHEN to_regclass('claude_memory_history_ids') IS NULL THEN 0::BIGINT ELSE 1::BIGINT END",
+                    &[],
+                    |r| r.int(0),
+                )?
+                .unwrap_or(0);
+            if table == 0 {
+                return Ok(false);
+            }
+            Ok(c.fetch_opt(
+                "SELECT 1::BIGINT FROM claude_memory_history_ids WHERE scope = $1",
+                &[Param::Text(scope)],
+                |r| r.int(0),
+            )?
+            .is_some())
+        })
+        .map_err(db_fail)
+    }
+
+    /// The advisory lock of this scope's appends.
+    fn lock(&self) -> String {
+        format!("\u{1}history:{}", self.scope)
+    }
+
+    fn load_where(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
+        self.db
+            .connection(|c| {
+                Ok(c.fetch_all(
+                    "SELECT id, file, op, path, COALESCE(from_path, ''), time_ns,
+                            COALESCE(actor, ''), COALESCE(call, ''), sha256, size, content,
+                            redacted, COALESCE(note, '')
+                     FROM claude_memory_history WHERE scope = $1 AND id > $2 ORDER BY id",
+                    &[Param::Text(&self.scope), Param::Int(i64_of(after))],
+                    |r| {
+                        Ok(Revision {
+                            id: u64_of(r.int(0)?),
+                            file: u64_of(r.int(1)?),
+                            op: op_of(&r.text(2)?),
+                            path: r.text(3)?,
+                            from: non_empty(r.text(4)?),
+                            time: from_nanos(u64_of(r.int(5)?)),
+                            actor: non_empty(r.text(6)?),
+                            call: non_empty(r.text(7)?),
+                            sha256: r.text(8)?,
+                            size: u64_of(r.int(9)?),
+                            content: r.bytes(10)?,
+                            redacted: r.flag(11)?,
+                            note: non_empty(r.text(12)?),
+                        })
+                    },
+                )?)
+            })
+            .map_err(db_fail)
+    }
+}
+
+impl HistoryLog for PostgresLog {
+    fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
+        let count = i64_of(versions.len() as u64);
+        let ids = self
+            .db
+            .transaction(&self.lock(), |tx| {
+                // The counter row's lock orders concurrent appends; a
+                // dropped version's id is never given out again.
+                let last = tx
+                    .fetch_opt(
+                        "INSERT INTO claude_memory_history_ids (scope, last_id) VALUES ($1, $2)
+                         ON CONFLICT (scope) DO UPDATE
+                         SET last_id = claude_memory_history_ids.last_id + $2 RETURNING last_id",
+                        &[Param::Text(&self.scope), Param::Int(count)],
+                        |r| r.int(0),
+                    )?
+                    .unwrap_or(count);
+                let mut id = u64_of(last).saturating_sub(versions.len() as u64);
+                let mut ids = Vec::with_capacity(versions.len());
+                for v in versions.iter() {
+                    id += 1;
+                    tx.run(
+                        "INSERT INTO claude_memory_history (scope, id, file, op, path, from_path,
+                         time_ns, actor, call, sha256, size, content, redacted, note)
+                         VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, NULLIF($8, ''),
+                                 NULLIF($9, ''), $10, $11, $12, $13::BIGINT <> 0, NULLIF($14, ''))",
+                        &[
+                            Param::Text(&self.scope),
+                            Param::Int(i64_of(id)),
+                            Param::Int(i64_of(v.file)),
+                            Param::Text(v.op.as_str()),
+                            Param::Text(&v.path),
+                            or_empty(&v.from),
+                            Param::Int(i64_of(to_nanos(v.time))),
+                            or_empty(&v.actor),
+                            or_empty(&v.call),
+                            Param::Text(&v.sha256),
+                            Param::Int(i64_of(v.size)),
+                            match &v.content {
+                                Some(c) => Param::Bytes(c),
+                                None => Param::NullBytes,
+                            },
+                            Param::Int(i64::from(v.redacted)),
+                            or_empty(&v.note),
+                        ],
+                    )?;
+                    ids.push(id);
+                }
+                Ok(ids)
+            })
+            .map_err(db_fail)?;
+        for (v, id) in versions.iter_mut().zip(ids) {
+            v.id = id;
+        }
+        Ok(())
+    }
+
+    fn load(&self) -> Result<Vec<Revision>, HistoryError> {
+        self.load_where(0)
+    }
+
+    fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
+        self.db
+            .transaction(&self.lock(), |tx| {
+                for &id in ids {
+                    tx.run(
+                        "DELETE FROM claude_memory_history WHERE scope = $1 AND id = $2",
+                        &[Param::Text(&self.scope), Param::Int(i64_of(id))],
+                    )?;
+                }
+                Ok(())
+            })
+            .map_err(db_fail)
+    }
+
+    fn redact(&self, id: u64) -> Result<bool, HistoryError> {
+        self.db
+            .transaction(&self.lock(), |tx| {
+                Ok(tx
+                    .fetch_opt(
+                        "UPDATE claude_memory_history SET content = NULL, redacted = TRUE
+                         WHERE scope = $1 AND id = $2 RETURNING id",
+                        &[Param::Text(&self.scope), Param::Int(i64_of(id))],
+                        |r| r.int(0),
+                    )?
+                    .is_some())
+            })
+            .map_err(db_fail)
+    }
+
+    fn replace_content(
+        &self,
+        id: u64,
+        content: Vec<u8>,
+        redacted: bool,
+    ) -> Result<bool, HistoryError> {
+        self.db
+            .transaction(&self.lock(), |tx| {
+                Ok(tx
+                    .fetch_opt(
+                        "UPDATE claude_memory_history SET content = $3, redacted = $4::BIGINT <> 0
+                         WHERE scope = $1 AND id = $2 RETURNING id",
+                        &[
+                            Param::Text(&self.scope),
+                            Param::Int(i64_of(id)),
+                            Param::Bytes(&content),
+                            Param::Int(i64::from(redacted)),
+                        ],
+                        |r| r.int(0),
+                    )?
+                    .is_some())
+            })
+            .map_err(db_fail)
+    }
+
+    /// `VACUUM` of the history table, so erased rows' space is
+    /// reclaimed and their heap pages rewritten (what stays in the WAL,
+    /// backups and replicas: see the README).
+    fn compact(&self) -> Result<(), HistoryError> {
+        self.db
+            .connection(|c| {
+                c.run("VACUUM (FULL) claude_memory_history", &[])?;
+                Ok(())
+            })
+            .map_err(db_fail)
+    }
+
+    /// A transaction holding this scope's change lock (an advisory
+    /// lock every process writing this history takes) for the whole
+    /// change; the appends run on the log's other connection.
+    fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
+        let mut ran = false;
+        self.db
+            .transaction(&format!("\u{1}history-change:{}", self.scope), |tx| {
+                let last = tx
+                    .fetch_opt(
+                        "SELECT last_id FROM claude_memory_history_ids WHERE scope = $1",
+                        &[Param::Text(&self.scope)],
+                        |r| r.int(0),
+                    )?
+                    .unwrap_or(0);
+                if !ran {
+                    ran = true;
+                    change(u64_of(last));
+                }
+                Ok(())
+            })
+            .map_err(db_fail)
+    }
+
+    fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
+        self.load_where(after)
+    }
+}

@@ -1,0 +1,348 @@
+//! The history log in SQLite: [`SqliteLog`].
+
+use std::sync::{Mutex, PoisonError};
+
+use super::*;
+use rusqlite::{Connection, params};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS claude_memory_history (
+id INTEGER PRIMARY KEY AUTOINCREMENT,
+scope TEXT NOT NULL,
+file INTEGER NOT NULL,
+op TEXT NOT NULL,
+path TEXT NOT NULL,
+from_path TEXT,
+time_ns INTEGER NOT NULL,
+actor TEXT,
+call TEXT,
+sha256 TEXT NOT NULL,
+size INTEGER NOT NULL,
+content BLOB,
+redacted INTEGER NOT NULL DEFAULT 0,
+note TEXT
+);";
+
+/// The history of a [`SqliteStore`](crate::SqliteStore), in a table
+/// `claude_memory_history`.
+///
+/// - [`for_store`](Self::for_store): in the store's own database, on
+///   the store's connection. An edit's version is written inside the
+///   edit's transaction and commits (synced) with it; other changes'
+///   versions commit just before them.
+/// - [`open`](Self::open): in a database file of its own (say
+///   `memory.db.claude-memory-history`, what the CLI uses), whose
+///   commits are not synced (`synchronous = NORMAL` in WAL mode): as
+///   with an unsynced [`FileLog`](crate::history::FileLog), a kill loses
+///   nothing, and after a power cut the next open records a lost
+///   version's change as a `repair` version, without its actor.
+pub struct SqliteLog {
+    conn: Source,
+    scope: String,
+    /// The writer lock shared by every process using this database
+    /// file (a `flock` on `PATH-lock` beside it; [`open`](Self::open)
+    /// only), and whether [`HistoryLog::exclusive`] holds it now.
+    lock: Option<(std::fs::File, Mutex<bool>)>,
+}
+
+/// Where a [`SqliteLog`]'s statements run.
+enum Source {
+    /// A connection of its own (a database file of its own).
+    Own(Mutex<Connection>),
+    /// The store's connection: inside the store's transaction when the
+    /// store is changing, so a version commits with its change.
+    Shared(crate::SqliteStore),
+}
+
+impl std::fmt::Debug for SqliteLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteLog")
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteLog {
+    /// The log of `store` in its own database, on its own connection,
+    /// for `scope` (the tenant id of a
+    /// [`for_tenant`](crate::SqliteStore::for_tenant) store, else
+    /// `""`). An edit's version is written inside the store's
+    /// transaction, so it commits (durably) with the edit or not at all.
+    pub fn for_store(store: &crate::SqliteStore, scope: &str) -> Result<Self, HistoryError> {
+        store
+            .with_connection(|conn| conn.execute_batch(SCHEMA))
+            .map_err(db_error)?;
+        store
+            .with_connection(|conn| conn.pragma_update(None, "secure_delete", "ON"))
+            .map_err(db_error)?;
+        Ok(SqliteLog {
+            conn: Source::Shared(store.clone()),
+            scope: scope.to_owned(),
+            lock: None,
+        })
+    }
+
+    /// A log in the SQLite database file `path` of its own (say
+    /// `memory.db.claude-memory-history`), for `scope`. Not the
+    /// store's own file: the store holds its write lock while an edit
+    /// runs, and the version is written then (use
+    /// [`for_store`](Self::for_store) for the store's database).
+    ///
+    /// Every process writing through a log on this file takes the
+    /// writer lock of [`HistoryLog::exclusive`], a `flock` on the file
+    /// `PATH-lock` beside it (created 0600), so several processes can
+    /// write the store while others open it.
+    pub fn open(path: impl AsRef<std::path::Path>, scope: &str) -> Result<Self, HistoryError> {
+        let path = path.as_ref();
+        // Private (0600) as the store it records: it holds every version.
+        crate::store::sql::create_private(path)
+            .map_err(|e| HistoryError::Log(format!("cannot create the history file: {e}")))?;
+        let conn = Connection::open(path).map_err(db_error)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(db_error)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(db_error)?;
+        let mut lock_path = path.as_os_str().to_owned();
+        lock_path.push("-lock");
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, 0o400_000); // O_NOFOLLOW
+        let lock = options.open(&lock_path).map_err(db_error)?;
+        let mut log = Self::init(conn, scope)?;
+        log.lock = Some((lock, Mutex::new(false)));
+        Ok(log)
+    }
+
+    /// A log in a private in-memory database (for tests).
+    pub fn open_in_memory(scope: &str) -> Result<Self, HistoryError> {
+        Self::init(Connection::open_in_memory().map_err(db_error)?, scope)
+    }
+
+    fn init(conn: Connection, scope: &str) -> Result<Self, HistoryError> {
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(db_error)?;
+        conn.execute_batch(SCHEMA).map_err(db_error)?;
+        // Deleted rows (dropped, pruned, redacted content) are
+        // overwritten with zeros, not left in free pages.
+        conn.pragma_update(None, "secure_delete", "ON")
+            .map_err(db_error)?;
+        Ok(SqliteLog {
+            conn: Source::Own(Mutex::new(conn)),
+            scope: scope.to_owned(),
+            lock: None,
+        })
+    }
+
+    /// Runs `f` on the log's connection.
+    fn with<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
+        match &self.conn {
+            Source::Own(conn) => f(&conn.lock().unwrap_or_else(PoisonError::into_inner)),
+            Source::Shared(store) => store.with_connection(f),
+        }
+    }
+
+    /// Runs `f` in a savepoint (a transaction of its own, or nested in
+    /// the store's): all of it or nothing.
+    fn atomically<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, HistoryError>,
+    ) -> Result<T, HistoryError> {
+        self.with(|conn| {
+            conn.execute_batch("SAVEPOINT claude_memory_history")
+                .map_err(db_error)?;
+            match f(conn) {
+                Ok(out) => {
+                    conn.execute_batch("RELEASE claude_memory_history")
+                        .map_err(db_error)?;
+                    Ok(out)
+                }
+                Err(e) => {
+                    let _ = conn.execute_batch(
+                        "ROLLBACK TO claude_memory_history; RELEASE claude_memory_history",
+                    );
+                    Err(e)
+                }
+            }
+        })
+    }
+}
+
+impl HistoryLog for SqliteLog {
+    fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
+        self.atomically(|db| {
+            // AUTOINCREMENT: ids increase, across scopes and processes,
+            // and a dropped version's id is never given out again.
+            let mut insert = db
+                .prepare_cached(
+                    "INSERT INTO claude_memory_history (scope, file, op, path, from_path, \
+                     time_ns, actor, call, sha256, size, content, redacted, note) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                )
+                .map_err(db_error)?;
+            for v in versions.iter_mut() {
+                insert
+                    .execute(params![
+                        self.scope,
+                        i64_of(v.file),
+                        v.op.as_str(),
+                        v.path,
+                        v.from,
+                        i64_of(to_nanos(v.time)),
+                        v.actor,
+                        v.call,
+                        v.sha256,
+                        i64_of(v.size),
+                        v.content,
+                        v.redacted,
+                        v.note,
+                    ])
+                    .map_err(db_error)?;
+                v.id = u64_of(db.last_insert_rowid());
+            }
+            Ok(())
+        })
+    }
+
+    fn load(&self) -> Result<Vec<Revision>, HistoryError> {
+        self.with(|conn| self.load_from(conn))
+    }
+
+    fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
+        self.atomically(|db| {
+            for id in ids {
+                db.execute(
+                    "DELETE FROM claude_memory_history WHERE scope = ?1 AND id = ?2",
+                    params![self.scope, i64_of(*id)],
+                )
+                .map_err(db_error)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn redact(&self, id: u64) -> Result<bool, HistoryError> {
+        self.with(|conn| {
+            conn.execute(
+                "UPDATE claude_memory_history SET content = NULL, redacted = 1 \
+                 WHERE scope = ?1 AND id = ?2",
+                params![self.scope, i64_of(id)],
+            )
+            .map(|n| n > 0)
+            .map_err(db_error)
+        })
+    }
+
+    fn replace_content(
+        &self,
+        id: u64,
+        content: Vec<u8>,
+        redacted: bool,
+    ) -> Result<bool, HistoryError> {
+        self.with(|conn| {
+            conn.execute(
+                "UPDATE claude_memory_history SET content = ?3, redacted = ?4 \
+                 WHERE scope = ?1 AND id = ?2",
+                params![self.scope, i64_of(id), content, redacted],
+            )
+            .map(|n| n > 0)
+            .map_err(db_error)
+        })
+    }
+
+    /// `secure_delete` zeroes freed rows; a `VACUUM` (own database)
+    /// and a WAL checkpoint then leave no copy of erased content in
+    /// the database or its WAL file.
+    fn compact(&self) -> Result<(), HistoryError> {
+        match &self.conn {
+            Source::Own(_) => self.with(|conn| {
+                conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")
+                    .map_err(db_error)
+            }),
+            Source::Shared(_) => Ok(()),
+        }
+    }
+
+    fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
+        let last = || {
+            self.with(|conn| {
+                conn.query_row(
+                    "SELECT COALESCE(MAX(id), 0) FROM claude_memory_history",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map(u64_of)
+                .map_err(db_error)
+            })
+        };
+        let Some((file, held)) = &self.lock else {
+            change(last()?);
+            return Ok(());
+        };
+        let mut held_now = held.lock().unwrap_or_else(PoisonError::into_inner);
+        if *held_now {
+            drop(held_now);
+            change(last()?);
+            return Ok(());
+        }
+        file.lock().map_err(db_error)?;
+        *held_now = true;
+        drop(held_now);
+        struct Release<'a>(&'a std::fs::File, &'a Mutex<bool>);
+        impl Drop for Release<'_> {
+            fn drop(&mut self) {
+                *self.1.lock().unwrap_or_else(PoisonError::into_inner) = false;
+                let _ = self.0.unlock();
+            }
+        }
+        let _release = Release(file, held);
+        change(last()?);
+        Ok(())
+    }
+
+    fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
+        self.with(|conn| self.load_after_from(conn, after))
+    }
+}
+
+impl SqliteLog {
+    fn load_from(&self, conn: &Connection) -> Result<Vec<Revision>, HistoryError> {
+        self.load_after_from(conn, 0)
+    }
+
+    fn load_after_from(
+        &self,
+        conn: &Connection,
+        after: u64,
+    ) -> Result<Vec<Revision>, HistoryError> {
+        let mut query = conn
+            .prepare_cached(
+                "SELECT id, file, op, path, from_path, time_ns, actor, call, sha256, size, \
+                 content, redacted, note FROM claude_memory_history WHERE scope = ?1 \
+                 AND id > ?2 ORDER BY id",
+            )
+            .map_err(db_error)?;
+        let rows = query
+            .query_map(params![self.scope, i64_of(after)], |r| {
+                Ok(Revision {
+                    id: u64_of(r.get(0)?),
+                    file: u64_of(r.get(1)?),
+                    op: op_of(&r.get::<_, String>(2)?),
+                    path: r.get(3)?,
+                    from: r.get(4)?,
+                    time: from_nanos(u64_of(r.get(5)?)),
+                    actor: r.get(6)?,
+                    call: r.get(7)?,
+                    sha256: r.get(8)?,
+                    size: u64_of(r.get(9)?),
+                    content: r.get(10)?,
+                    redacted: r.get(11)?,
+                    note: r.get(12)?,
+                })
+            })
+            .map_err(db_error)?;
+        rows.collect::<Result<_, _>>().map_err(db_error)
+    }
+}
