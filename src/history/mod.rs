@@ -53,6 +53,7 @@ mod repair;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
 mod store;
+mod store_impl;
 mod version;
 
 use std::cell::RefCell;

@@ -10,8 +10,7 @@ use super::{CALL, ChangeOp, HistoryError, HistoryLog, NOTE, RepairReport, Revisi
 use crate::path::MemoryPath;
 use crate::store::walk::{Flow, Order, Step, walk};
 use crate::store::{
-    Abort, Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Quota,
-    StoreError, StoreResult, Updated, Version, WriteMode,
+    Abort, Change, EntryKind, MemoryStore, StoreError, StoreResult, Updated, Version, WriteMode,
 };
 
 /// A store that keeps every change: see the [module](crate::history).
@@ -21,10 +20,9 @@ use crate::store::{
 /// [`FileLog::for_store`](crate::history::FileLog::for_store) for a filesystem store, `SqliteLog` /
 /// `PostgresLog` for the database stores; for tenants wrap each
 /// tenant's store, with a log of its own. Changes made through the
-/// wrapper are serialized in-process. Ids stay monotonic across
-/// processes, but the repair on open cannot tell another process's change
-/// in flight from a crash's leftover: keep one writing process per
-/// filesystem or SQLite store (PostgreSQL showed no such loss).
+/// wrapper are serialized in-process, and across processes under the
+/// log's writer lock ([`HistoryLog::exclusive`]), so several processes
+/// may write one store with history.
 pub struct HistoryStore<S> {
     pub(super) inner: S,
     pub(super) log: Arc<dyn HistoryLog>,
@@ -266,7 +264,7 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// The versions of every file at or below `path` leaving it: deleted,
     /// or renamed to the same place below `to`. One file's content at a
     /// time is read (and kept only if the history does not have it).
-    fn leaving_all(
+    pub(super) fn leaving_all(
         &self,
         index: &Index,
         path: &MemoryPath,
@@ -549,126 +547,5 @@ impl Index {
                     .insert(v.path.clone(), (v.file, v.sha256.clone()));
             }
         }
-    }
-}
-
-#[deny(clippy::missing_trait_methods)]
-impl<S: MemoryStore> MemoryStore for HistoryStore<S> {
-    fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
-        self.inner.stat(path)
-    }
-
-    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
-        self.inner.read(path, limit)
-    }
-
-    fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
-        self.inner.open(path)
-    }
-
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        self.write_recorded(path, data, mode, || self.inner.write(path, data, mode))
-    }
-
-    /// As [`write`](Self::write); the inner store checks the cap.
-    fn write_within(
-        &self,
-        path: &MemoryPath,
-        data: &[u8],
-        mode: WriteMode,
-        quota: Quota<'_>,
-    ) -> StoreResult<Version> {
-        self.write_recorded(path, data, mode, || {
-            self.inner.write_within(path, data, mode, quota)
-        })
-    }
-
-    /// As [`update`](Self::update); the inner store checks the cap.
-    fn update_within(
-        &self,
-        path: &MemoryPath,
-        limit: u64,
-        quota: Quota<'_>,
-        change: &mut Change<'_>,
-    ) -> StoreResult<Updated> {
-        self.update_recorded(path, change, |c| {
-            self.inner.update_within(path, limit, quota, c)
-        })
-    }
-
-    /// A `deleted` version of the file, kept only if the inner store did
-    /// delete it.
-    fn delete_file_if(
-        &self,
-        path: &MemoryPath,
-        still: &mut dyn FnMut(&Metadata) -> bool,
-    ) -> StoreResult<bool> {
-        if path.is_root() {
-            return self.inner.delete_file_if(path, still);
-        }
-        self.serialized(path, |index| {
-            let versions = self.leaving_all(index, path, None)?;
-            // "Not deleted" goes through `change` as an error, so the
-            // version is dropped, then comes back as `false`.
-            let outcome = self.change(index, path, versions, || {
-                match self.inner.delete_file_if(path, still) {
-                    Ok(true) => Ok(()),
-                    Ok(false) => Err(StoreError::NotFound { path: path.clone() }),
-                    Err(e) => Err(e),
-                }
-            });
-            match outcome {
-                Ok(()) => Ok(true),
-                Err(StoreError::NotFound { .. }) => Ok(false),
-                Err(e) => Err(e),
-            }
-        })
-    }
-
-    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
-        self.inner.list(dir)
-    }
-
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-        if path.is_root() {
-            return self.inner.delete(path);
-        }
-        self.serialized(path, |index| {
-            let versions = self.leaving_all(index, path, None)?;
-            self.change(index, path, versions, || self.inner.delete(path))
-        })
-    }
-
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        if from.is_root() || to.is_root() || to.is_strictly_inside(from) {
-            return self.inner.rename(from, to);
-        }
-        self.serialized(from, |index| {
-            if self.inner.stat(to)?.is_some() {
-                return self.inner.rename(from, to); // refused: it exists
-            }
-            let versions = self.leaving_all(index, from, Some(to))?;
-            self.change(index, from, versions, || self.inner.rename(from, to))
-        })
-    }
-
-    /// The inner store's update, with the new content's version appended
-    /// inside it (see `update_recorded`).
-    fn update(
-        &self,
-        path: &MemoryPath,
-        limit: u64,
-        change: &mut Change<'_>,
-    ) -> StoreResult<Updated> {
-        self.update_recorded(path, change, |c| self.inner.update(path, limit, c))
-    }
-
-    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        self.inner.remove_empty_dir(path)
-    }
-
-    /// The live files only: versions are outside the store's namespace.
-    fn total_size(&self) -> StoreResult<u64> {
-        self.inner.total_size()
     }
 }
