@@ -412,7 +412,6 @@ fn attack_7_redaction_sticks_across_edits_and_renames() {
 #[test]
 fn attack_6_sqlite_history_keeps_no_redacted_or_pruned_bytes() {
     let _serial = SERIAL.lock();
-    let _serial = SERIAL.lock();
     use claude_memory::history::SqliteLog;
     let dir = tempfile::tempdir().expect("dir");
     let db = dir.path().join("m.db");
