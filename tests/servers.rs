@@ -18,11 +18,28 @@ struct Server {
     tests: &'static str,
 }
 
-const SERVERS: &[Server] = &[Server {
-    what: "PostgreSQL",
-    variable: "CLAUDE_MEMORY_TEST_POSTGRES_URL",
-    tests: "tests/postgres.rs, tests/postgres_cluster.rs, the PostgreSQL parts of tests/conformance.rs, cli.rs, history.rs, quota.rs",
-}];
+const SERVERS: &[Server] = &[
+    Server {
+        what: "PostgreSQL",
+        variable: "CLAUDE_MEMORY_TEST_POSTGRES_URL",
+        tests: "tests/postgres.rs, tests/postgres_cluster.rs, the PostgreSQL parts of tests/conformance.rs, cli.rs, encrypted.rs, history.rs, history_writers.rs, quota.rs",
+    },
+    Server {
+        what: "an S3 server (moto)",
+        variable: "CLAUDE_MEMORY_TEST_S3_ENDPOINT",
+        tests: "the S3 parts of tests/cloud.rs",
+    },
+    Server {
+        what: "Azure's emulator (Azurite)",
+        variable: "CLAUDE_MEMORY_TEST_AZURE_ENDPOINT",
+        tests: "the Azure parts of tests/cloud.rs",
+    },
+    Server {
+        what: "the official MCP clients (Python and TypeScript SDKs)",
+        variable: "CLAUDE_MEMORY_MCP_CLIENTS",
+        tests: "tests/mcp_clients.rs",
+    },
+];
 
 fn main() {
     let missing: Vec<&Server> = SERVERS
