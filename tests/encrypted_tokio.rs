@@ -43,6 +43,8 @@ fn open_all(dir: &std::path::Path) -> Vec<Box<dyn MemoryStore>> {
     let over_fs = EncryptedStore::open(fs, Keyring::new(key.clone())).expect("open fs");
     let ring = Keyring::from_passphrase(Passphrase::new("correct horse")).with_kdf_costs(64, 1, 1);
     let over_mem = EncryptedStore::open(InMemoryStore::new(), ring).expect("open mem");
+    // Mutable only when the PostgreSQL store is added below.
+    #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
     let mut stores: Vec<Box<dyn MemoryStore>> = vec![Box::new(over_fs), Box::new(over_mem)];
     #[cfg(feature = "postgres")]
     if let Ok(url) = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL") {
