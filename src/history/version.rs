@@ -172,7 +172,7 @@ impl std::fmt::Display for RepairReport {
     }
 }
 
-/// Why [`HistoryStore::restore`] left a file as it is.
+/// Why [`HistoryStore::restore`](super::HistoryStore::restore) left a file as it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SkipReason {
