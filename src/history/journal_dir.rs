@@ -113,11 +113,12 @@ impl Dir {
 
     /// Whether the journal in the directory is no longer `file`.
     pub(super) fn replaced(&self, file: &File) -> Result<bool, HistoryError> {
-        use std::os::unix::fs::MetadataExt;
         let on_disk = rustix::fs::statat(&self.fd, JOURNAL, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
             .map_err(log_error)?;
-        let ours = file.metadata().map_err(log_error)?;
-        Ok(on_disk.st_ino != ours.ino() || on_disk.st_dev != ours.dev())
+        // Both through rustix, so the fields have one type on every Unix
+        // (st_dev is an i32 on macOS, a u64 on Linux).
+        let ours = rustix::fs::fstat(file).map_err(log_error)?;
+        Ok(on_disk.st_ino != ours.st_ino || on_disk.st_dev != ours.st_dev)
     }
 
     /// Replaces the journal with `text`: a new file beside it (no link
