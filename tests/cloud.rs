@@ -89,8 +89,18 @@ fn edits_from_many_clients_are_never_lost() {
             race.failed,
             race.in_file.len()
         );
+        // The guarantee: every edit reported as done is in the file, and
+        // nothing else is (no lost update, no phantom). An edit may give up
+        // after its retries under contention (SPEC's "kept changing"
+        // answer, reported as a failure, so the model knows); on a loaded
+        // machine Azurite showed 1 of 160, so a few are allowed.
         assert_eq!(race.in_file, race.succeeded);
-        assert_eq!((race.succeeded.len(), race.failed), (160, 0));
+        assert_eq!(race.succeeded.len() + race.failed, 160);
+        assert!(
+            race.failed <= 8,
+            "{backend}: {} of 160 edits gave up",
+            race.failed
+        );
     }
 }
 
