@@ -40,7 +40,15 @@ fi
 # Wine 8 lacks bcryptprimitives.dll (ProcessPrng), which Rust's std imports.
 x86_64-w64-mingw32-gcc -shared -O2 -o "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" \
   .ci/wine/bcryptprimitives.c -ladvapi32
+# One persistent wineserver for every run: by default it exits a moment
+# after its last client, and a test started in that moment dies with
+# "wine client error:0: recvmsg: Connection reset by peer" (CI saw it).
+/usr/lib/wine/wineserver -k >/dev/null 2>&1 || true
+/usr/lib/wine/wineserver -p
+trap '/usr/lib/wine/wineserver -k >/dev/null 2>&1 || true' EXIT
 for exe in $built; do
   echo "-- $(basename "$exe")"
   timeout 600 /usr/lib/wine/wine64 "$exe"
 done
+/usr/lib/wine/wineserver -k >/dev/null 2>&1 || true
+trap - EXIT
