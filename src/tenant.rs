@@ -28,8 +28,8 @@ pub enum TenantError {
     /// Longer than [`MAX_TENANT_ID_BYTES`].
     #[error("the tenant id is longer than 64 bytes")]
     TooLong,
-    /// A character outside `[A-Za-z0-9_.-]`.
-    #[error("the tenant id may only hold ASCII letters, digits, '_', '-' and '.'")]
+    /// A character outside `[A-Za-z0-9_.-]` (capitals get [`TenantError::Uppercase`]).
+    #[error("the tenant id may only hold lowercase ASCII letters, digits, '_', '-' and '.'")]
     InvalidCharacter,
     /// Holds an ASCII capital letter: ids are lowercase, so two ids that
     /// differ only in case never share a directory on a case-insensitive

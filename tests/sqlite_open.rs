@@ -144,3 +144,31 @@ fn store_files_are_private_whatever_the_umask() {
         assert_eq!(mode, 0o600, "{file:?}");
     }
 }
+
+/// A new user's typo in the directory part of a path got the OS's bare
+/// "No such file or directory (os error 2)". The open names the missing
+/// directory, and creates nothing.
+#[test]
+fn a_missing_directory_is_named_and_nothing_is_created() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("no-such-dir").join("memories.db");
+    let refused = SqliteStore::open(&db).expect_err("no directory");
+    assert!(
+        matches!(&refused, SqliteError::NoDirectory(d) if d == &dir.path().join("no-such-dir")),
+        "{refused:?}"
+    );
+    let text = refused.to_string();
+    assert!(
+        text.contains("no-such-dir") && text.contains("does not exist"),
+        "{text}"
+    );
+    assert!(!text.contains("os error"), "{text}");
+    assert!(!dir.path().join("no-such-dir").exists());
+
+    let refused = SqliteStore::open_read_only(&db).expect_err("no file");
+    assert!(
+        matches!(&refused, SqliteError::NotFound(p) if p == &db),
+        "{refused:?}"
+    );
+    assert!(!db.exists());
+}

@@ -4,6 +4,10 @@ use super::*;
 use crate::PostgresStore;
 use crate::store::sql::{Dialect, Fail, Param};
 
+/// How long a compaction waits for the history table's exclusive lock
+/// before it vacuums in place instead (see `compact`).
+const FULL_VACUUM_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The table, then its id counter (one statement each: the store's
 /// connections run prepared statements).
 const SCHEMA: [&str; 2] = [
@@ -267,14 +271,33 @@ impl HistoryLog for PostgresLog {
             .map_err(db_fail)
     }
 
-    /// `VACUUM` of the history table, so erased rows' space is
-    /// reclaimed and their heap pages rewritten (what stays in the WAL,
-    /// backups and replicas: see the README).
+    /// Rewrites the history table (`VACUUM (FULL)`), so erased rows'
+    /// bytes leave its heap files (what stays in the WAL, backups and
+    /// replicas: see the README). The rewrite needs the table's exclusive
+    /// lock, which every tenant's appends and reads share: it waits at
+    /// most [`FULL_VACUUM_WAIT`] for it, so a busy database never stalls
+    /// (or times out) other sessions behind a prune, and otherwise
+    /// vacuums in place (`VACUUM`, no exclusive lock: the rows are freed,
+    /// their bytes may stay in free space until it is reused; the README
+    /// says to run `VACUUM FULL` in a quiet moment then). CI saw the
+    /// unbounded wait fail a prune with a lock timeout under load.
     fn compact(&self) -> Result<(), HistoryError> {
         self.db
             .connection(|c| {
-                c.run("VACUUM (FULL) claude_memory_history", &[])?;
-                Ok(())
+                c.run(
+                    &format!("SET lock_timeout = '{}ms'", FULL_VACUUM_WAIT.as_millis()),
+                    &[],
+                )?;
+                let full = c.run("VACUUM (FULL) claude_memory_history", &[]);
+                // Back to the pool's setting, whatever the rewrite did.
+                c.run("RESET lock_timeout", &[])?;
+                match full {
+                    Err(crate::PostgresError::LockTimeout(_)) => {
+                        c.run("VACUUM claude_memory_history", &[])?;
+                        Ok(())
+                    }
+                    other => Ok(other?),
+                }
             })
             .map_err(db_fail)
     }

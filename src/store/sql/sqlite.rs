@@ -63,6 +63,15 @@ pub enum SqliteError {
     /// rows, or a value that is no version): not a store to trust.
     #[error("the database is not a claude-memory store this crate can read: {0}")]
     InvalidSchema(String),
+    /// The directory that would hold the database does not exist. The open
+    /// creates the database file, never directories: a mistyped path must
+    /// not leave new folders behind.
+    #[error("the directory {} does not exist (the database file is created, its directory is not)", .0.display())]
+    NoDirectory(std::path::PathBuf),
+    /// A reading open named a file that does not exist: reading commands
+    /// create nothing.
+    #[error("there is no SQLite store at {} (reading commands create nothing)", .0.display())]
+    NotFound(std::path::PathBuf),
 }
 
 impl From<rusqlite::Error> for SqliteError {
@@ -92,7 +101,17 @@ impl SqliteStore {
     /// tables is refused ([`SqliteError::NotAStore`]) and left as it was.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, SqliteError> {
         let path = path.as_ref();
-        create_private(path).map_err(|e| SqliteError::Open(Box::new(e)))?;
+        create_private(path).map_err(|e| match e.kind() {
+            // create_new(true) fails with NotFound only when a directory
+            // on the way is missing: say which, not the OS's bare text.
+            std::io::ErrorKind::NotFound => SqliteError::NoDirectory(
+                path.parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."))
+                    .to_path_buf(),
+            ),
+            _ => SqliteError::Open(Box::new(e)),
+        })?;
         let conn = Connection::open(path)?;
         conn.busy_timeout(Duration::from_secs(30))?;
         if !sqlite_open::has_schema(&conn)? && !sqlite_open::foreign_objects(&conn)?.is_empty() {
@@ -109,6 +128,10 @@ impl SqliteStore {
     /// A database that is not a store is refused
     /// ([`SqliteError::NotAStore`]); writes through the store fail.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, SqliteError> {
+        let path = path.as_ref();
+        if sqlite_open::is_plain_file_name(path) && !path.exists() {
+            return Err(SqliteError::NotFound(path.to_path_buf()));
+        }
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)?;
         conn.busy_timeout(Duration::from_secs(30))?;

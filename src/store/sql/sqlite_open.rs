@@ -12,13 +12,7 @@ use rusqlite::Connection;
 /// store is as private as the filesystem store and backups. An existing
 /// file keeps its mode (the operator chose it).
 pub(crate) fn create_private(path: &Path) -> io::Result<()> {
-    // Names SQLite gives a meaning of its own (an in-memory or temporary
-    // database, a `file:` URI) are no file to make here.
-    let name = path.as_os_str();
-    if name.is_empty()
-        || name == ":memory:"
-        || path.to_str().is_some_and(|p| p.starts_with("file:"))
-    {
+    if !is_plain_file_name(path) {
         return Ok(());
     }
     let mut options = std::fs::OpenOptions::new();
@@ -33,6 +27,16 @@ pub(crate) fn create_private(path: &Path) -> io::Result<()> {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// Whether SQLite reads `path` as a file's name. Names SQLite gives a
+/// meaning of its own (an in-memory or temporary database, a `file:` URI)
+/// are no file to make or look for here.
+pub(crate) fn is_plain_file_name(path: &Path) -> bool {
+    let name = path.as_os_str();
+    !(name.is_empty()
+        || name == ":memory:"
+        || path.to_str().is_some_and(|p| p.starts_with("file:")))
 }
 
 /// The names of the database's tables, views, indexes and triggers that
