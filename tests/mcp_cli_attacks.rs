@@ -384,3 +384,67 @@ fn a_server_killed_mid_write_leaves_old_or_new_content_and_no_token_in_its_outpu
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn a_full_disk_answers_with_the_spec_string_and_keeps_the_old_content() {
+    // A 256 KiB tmpfs as the store (needs root; skipped elsewhere).
+    let dir = tempfile::tempdir().unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(dir.path())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        println!("skipped: cannot mount a small tmpfs here (run as root on Linux)");
+        return;
+    }
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(dir.path());
+    let mut s = Stdio_::start(dir.path());
+    s.initialize();
+    let first = "x".repeat(100_000);
+    let created = s.call(
+        1,
+        json!({"command": "create", "path": "/memories/a.md", "file_text": first}),
+    );
+    assert_eq!(
+        created,
+        ("File created successfully at: /memories/a.md".into(), false)
+    );
+    let cases = [
+        (
+            json!({"command": "create", "path": "/memories/b.md", "file_text": "y".repeat(200_000)}),
+            "/memories/b.md",
+        ),
+        (
+            json!({"command": "insert", "path": "/memories/a.md", "insert_line": 0, "insert_text": "q".repeat(190_000)}),
+            "/memories/a.md",
+        ),
+    ];
+    for (i, (args, path)) in cases.into_iter().enumerate() {
+        assert_eq!(
+            s.call(2 + i as u64, args),
+            (
+                format!("Error: Could not write (no space left on the storage) for {path}"),
+                true
+            )
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.md")).unwrap(),
+        first
+    );
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != ".claude-memory.lock")
+        .collect();
+    assert_eq!(names, ["a.md"], "a failed write left a file behind");
+}
