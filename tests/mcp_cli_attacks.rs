@@ -448,3 +448,68 @@ fn a_full_disk_answers_with_the_spec_string_and_keeps_the_old_content() {
         .collect();
     assert_eq!(names, ["a.md"], "a failed write left a file behind");
 }
+
+#[test]
+fn the_forms_a_new_user_types_for_http_are_understood_or_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, format!("{TOKEN}\n")).unwrap();
+    let store = dir.path().join("store");
+    // `localhost:PORT` and a bare port mean loopback.
+    for addr in ["localhost:0", "0"] {
+        let mut child = Command::new(BIN)
+            .arg("--store")
+            .arg(&store)
+            .args(["mcp", "--http", addr, "--token-file"])
+            .arg(&tokens)
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        let _ = BufReader::new(child.stderr.take().unwrap()).read_line(&mut line);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            line.starts_with("claude-memory mcp: serving http://127.0.0.1:"),
+            "{addr}: {line}"
+        );
+    }
+    // Typos are refused with what would work; zero bounds are refused.
+    for (args, want) in [
+        (vec!["--http", "localhst:8765"], "expected IP:PORT"),
+        (
+            vec!["--htp", "127.0.0.1:8765"],
+            "a similar argument exists: '--http'",
+        ),
+        (
+            vec!["--http", "127.0.0.1:0", "--max-sessions", "0"],
+            "--max-sessions",
+        ),
+    ] {
+        let out = Command::new(BIN)
+            .arg("--store")
+            .arg(&store)
+            .arg("mcp")
+            .args(&args)
+            .arg("--token-file")
+            .arg(&tokens)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(want),
+            "{args:?}: {err}"
+        );
+    }
+    // A client pointed at the server's root is told where the endpoint is.
+    let server = Http::start(&store.to_string_lossy(), &tokens);
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", server.1)).unwrap();
+    write!(s, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
+    let mut got = String::new();
+    let _ = std::io::Read::read_to_string(&mut s, &mut got);
+    assert!(
+        got.starts_with("HTTP/1.1 404") && got.contains("the MCP endpoint is /mcp"),
+        "{got}"
+    );
+}

@@ -233,6 +233,13 @@ impl HttpServer {
         });
         let router = axum::Router::new()
             .nest_service("/mcp", service)
+            // A client given http://ADDR or http://ADDR/ instead of /mcp.
+            .fallback(|| async {
+                (
+                    axum::http::StatusCode::NOT_FOUND,
+                    "Not Found: the MCP endpoint is /mcp",
+                )
+            })
             .layer(axum::middleware::from_fn_with_state(guards, guard::check));
 
         let connections = Arc::new(Semaphore::new(options.max_connections.max(1)));
