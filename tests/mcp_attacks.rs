@@ -264,6 +264,26 @@ fn one_token_opening_sessions_evicts_its_own_never_locks_out_another() {
     for s in &alice[alice.len() - 2..] {
         assert_eq!(mcp_support::request(port, ALICE, s, &view).status, 200);
     }
+    // Requests without a session that are no initialize (a client's
+    // `server/discover` probe, a stray call) take no slot: they evict
+    // nothing.
+    let auth = bearer(ALICE);
+    for probe in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory", "arguments": {}}}),
+    ] {
+        for _ in 0..3 {
+            let _ = post(
+                port,
+                &[("Authorization", &auth)],
+                probe.to_string().as_bytes(),
+            );
+        }
+    }
+    for s in &alice[alice.len() - 2..] {
+        assert_eq!(mcp_support::request(port, ALICE, s, &view).status, 200);
+    }
     assert!(run.stop_within(Duration::from_secs(10)).is_some());
 }
 

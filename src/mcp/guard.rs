@@ -218,38 +218,44 @@ pub(crate) async fn check(
         }
     }
     let is_post = method == Method::POST;
-    let opening = if is_post && session.is_none() {
-        // This request may open a session (an initialize).
-        match guards.sessions.open(holder).await {
-            Ok(opening) => Some(opening),
-            Err(Refusal::Full | Refusal::Busy) => {
-                return refuse(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "Too many sessions; try again later",
-                );
-            }
-        }
-    } else {
-        None
-    };
+    let mut opening = None;
     if is_post {
         let (parts, body) = request.into_parts();
-        match read_body(body, guards.max_body_bytes, guards.body_timeout).await {
-            Ok(bytes) => request = Request::from_parts(parts, Body::from(bytes)),
+        let bytes = match read_body(body, guards.max_body_bytes, guards.body_timeout).await {
+            Ok(bytes) => bytes,
             Err(refusal) => return refusal,
+        };
+        // Only an initialize opens a session: a stateless request or a
+        // `server/discover` probe must not take (or evict) one.
+        if session.is_none() && is_initialize(&bytes) {
+            match guards.sessions.open(holder).await {
+                Ok(o) => opening = Some(o),
+                Err(Refusal::Full | Refusal::Busy) => {
+                    return refuse(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "Too many sessions; try again later",
+                    );
+                }
+            }
         }
+        request = Request::from_parts(parts, Body::from(bytes));
     }
     let post = is_post.then(|| PostGuard::start(Arc::clone(&guards.posts)));
     let response = next.run(request).await;
-    if let Some(opening) = opening {
-        match response
+    // Every session a response opens is bound to the token (even one
+    // rmcp opened for a body not recognised above as an initialize).
+    let opened = match &session {
+        None => response
             .headers()
             .get(SESSION)
-            .and_then(|v| v.to_str().ok())
-        {
-            Some(id) => opening.commit(id),
-            None => drop(opening),
-        }
+            .and_then(|v| v.to_str().ok()),
+        Some(_) => None,
+    };
+    match (opening, opened) {
+        (Some(opening), Some(id)) => opening.commit(id),
+        (None, Some(id)) => guards.sessions.bind(holder, id),
+        (Some(opening), None) => drop(opening),
+        (None, None) => {}
     }
     let (parts, body) = response.into_parts();
     Response::from_parts(
@@ -262,6 +268,18 @@ pub(crate) async fn check(
             _post: post,
         }),
     )
+}
+
+/// Whether a body is a JSON-RPC `initialize` request (anything that does
+/// not parse is not: rmcp refuses it without opening a session).
+fn is_initialize(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Method<'_>>(body)
+        .is_ok_and(|m| m.method.as_deref() == Some("initialize"))
 }
 
 /// The whole body, at most `limit` bytes, within `timeout` (a client

@@ -193,6 +193,27 @@ impl Sessions {
     }
 }
 
+impl Sessions {
+    /// Binds a session opened without a reserved slot to `holder`.
+    pub(crate) fn bind(&self, holder: Holder, session: &str) {
+        bind(&mut self.state(), holder, session);
+    }
+}
+
+fn bind(state: &mut State, holder: Holder, session: &str) {
+    state.clock += 1;
+    let now = state.clock;
+    state.owned.insert(
+        session.to_owned(),
+        Owned {
+            holder,
+            last_used: now,
+            listener: None,
+            closing: false,
+        },
+    );
+}
+
 /// A session slot reserved for an initialize in flight.
 pub(crate) struct Opening {
     sessions: Arc<Sessions>,
@@ -205,17 +226,7 @@ impl Opening {
     pub(crate) fn commit(mut self, session: &str) {
         let mut state = self.sessions.state();
         release(&mut state.opening, self.holder);
-        state.clock += 1;
-        let now = state.clock;
-        state.owned.insert(
-            session.to_owned(),
-            Owned {
-                holder: self.holder,
-                last_used: now,
-                listener: None,
-                closing: false,
-            },
-        );
+        bind(&mut state, self.holder, session);
         self.done = true;
     }
 }
