@@ -13,7 +13,7 @@
 //! least one); opening one more closes that holder's least recently used
 //! session instead of refusing, so a client that leaks sessions only ever
 //! evicts its own. Likewise a holder may have `max_in_flight / tokens`
-//! requests in flight (at least one). A session has one listening `GET`
+//! requests in flight (at least 4, or `max_in_flight` if smaller). A session has one listening `GET`
 //! stream: a newer one ends the older.
 
 use std::collections::{HashMap, HashSet};
@@ -77,7 +77,9 @@ impl Sessions {
             manager,
             max_sessions,
             per_holder_sessions: (max_sessions / holders).max(1),
-            per_holder_in_flight: (max_in_flight.max(1) / holders).max(1),
+            // At least 4 (a call, its cancellation, a notification, a
+            // resumption), or all there are.
+            per_holder_in_flight: (max_in_flight.max(1) / holders).max(max_in_flight.clamp(1, 4)),
             state: Mutex::new(State::default()),
         }
     }
@@ -297,12 +299,23 @@ mod tests {
 
     #[tokio::test]
     async fn in_flight_shares_are_per_holder() {
-        let s = sessions(8, 2); // 4 in flight, 2 each
-        let a = [s.start(Some(0)).unwrap(), s.start(Some(0)).unwrap()];
+        // 16 in flight, 4 tokens: 4 each.
+        let s = Arc::new(Sessions::new(
+            Arc::new(LocalSessionManager::default()),
+            8,
+            16,
+            4,
+        ));
+        let a: Vec<Flight> = (0..4).map(|_| s.start(Some(0)).unwrap()).collect();
         assert!(matches!(s.start(Some(0)), Err(Refusal::Busy)));
         assert!(s.start(Some(1)).is_ok());
         drop(a);
         assert!(s.start(Some(0)).is_ok());
         assert_eq!(s.owned(), 0);
+        // Many tokens still get a few each, never zero.
+        let many = sessions(8, 100);
+        let held: Vec<Flight> = (0..4).map(|_| many.start(Some(7)).unwrap()).collect();
+        assert!(matches!(many.start(Some(7)), Err(Refusal::Busy)));
+        drop(held);
     }
 }
