@@ -389,15 +389,13 @@ async fn a_token_mapped_to_a_tenant_sees_only_that_tenants_memories() {
             json!({"command": "create", "path": "/memories/secret.md", "file_text": "alice's"}),
         );
         assert!(!text_of(&a).1, "{a}");
-        // Bob, even on Alice's session id, sees his own /memories.
-        let a = call(
-            port,
-            bob,
-            &sa,
-            2,
-            "memory",
-            json!({"command": "view", "path": "/memories/secret.md"}),
-        );
+        // Bob on Alice's session id: not found (tests/mcp_attacks.rs
+        // tries every method); on his own session, his own /memories.
+        let view = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "memory", "arguments": {"command": "view", "path": "/memories/secret.md"}}});
+        assert_eq!(mcp_support::request(port, bob, &sa, &view).status, 404);
+        let sb = session(port, bob);
+        let a = mcp_support::request(port, bob, &sb, &view).message();
         assert_eq!(
             text_of(&a),
             (

@@ -147,6 +147,12 @@ impl Tokens {
     /// The grant of `presented`, if it is one of the tokens. Every stored
     /// token is compared, in constant time each.
     pub fn check(&self, presented: &[u8]) -> Option<Grant> {
+        self.identify(presented).map(|(_, grant)| grant)
+    }
+
+    /// The index of the token `presented` matches (which token holds a
+    /// session) and its grant.
+    pub(crate) fn identify(&self, presented: &[u8]) -> Option<(usize, Grant)> {
         let d = digest(presented);
         let mut found = subtle::Choice::from(0);
         let mut index = 0u64;
@@ -156,10 +162,14 @@ impl Tokens {
             found |= hit;
         }
         if bool::from(found) {
-            let (_, tenant) = self.entries.get(usize::try_from(index).ok()?)?;
-            Some(Grant {
-                tenant: tenant.clone(),
-            })
+            let index = usize::try_from(index).ok()?;
+            let (_, tenant) = self.entries.get(index)?;
+            Some((
+                index,
+                Grant {
+                    tenant: tenant.clone(),
+                },
+            ))
         } else {
             None
         }

@@ -1,36 +1,46 @@
 //! What every HTTP request passes before rmcp sees it, following the MCP
-//! specification's security guidance for streamable HTTP: a bound on
-//! requests in flight, the `Origin` check against DNS rebinding, the
-//! bearer token, and a bound on sessions. (The `Host` check and the body
-//! limit are rmcp's, configured by [`HttpServer`](crate::mcp::HttpServer).)
+//! specification's security guidance for streamable HTTP: the `Origin`
+//! check against DNS rebinding, the bearer token, the session's holder
+//! (`sessions.rs`: a session is usable only with the token that opened
+//! it), a bound on requests in flight (overall and per token), a bound on
+//! sessions (per token, see `sessions.rs`), and a body that must arrive
+//! whole, within its size limit and its time. (The `Host` check is
+//! rmcp's, configured by [`HttpServer`](crate::mcp::HttpServer).)
 //!
 //! Refusals are plain HTTP statuses with a short fixed text: 503 (busy:
 //! too many requests or sessions), 403 (a foreign `Origin`), 401 (no or
-//! a wrong token, with `WWW-Authenticate: Bearer`). None names the store.
+//! a wrong token, with `WWW-Authenticate: Bearer`), 404 (a session this
+//! token did not open: the same answer as for an unknown one), 413 (too
+//! big a body), 408 (a body too slow to arrive). None names the store.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use http_body::Body as _;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::mcp::auth::Tokens;
+use crate::mcp::sessions::{Flight, Holder, Refusal, Sessions};
 
 /// The state the guards share.
 pub(crate) struct Guards {
     pub(crate) tokens: Option<Tokens>,
     pub(crate) allowed_origins: Vec<String>,
     pub(crate) permits: Arc<Semaphore>,
-    pub(crate) sessions: Arc<LocalSessionManager>,
-    pub(crate) max_sessions: usize,
+    pub(crate) sessions: Arc<Sessions>,
     pub(crate) posts: Arc<Posts>,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) body_timeout: Duration,
 }
 
 /// POST requests whose response is not finished: a graceful shutdown
@@ -128,18 +138,15 @@ fn bearer(value: &HeaderValue) -> Option<&[u8]> {
     scheme.eq_ignore_ascii_case(b"bearer ").then_some(token)
 }
 
-/// The guards, in order: requests in flight, `Origin`, token, sessions.
+const SESSION: &str = "mcp-session-id";
+
+/// The guards, in order: `Origin`, token, the session's holder, requests
+/// in flight, sessions, the body.
 pub(crate) async fn check(
     State(guards): State<Arc<Guards>>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let Ok(permit) = Arc::clone(&guards.permits).try_acquire_owned() else {
-        return refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Too many requests in flight; try again",
-        );
-    };
     let origin = request
         .headers()
         .get(header::ORIGIN)
@@ -150,14 +157,16 @@ pub(crate) async fn check(
             "Forbidden: this Origin is not allowed",
         );
     }
+    let mut holder: Holder = None;
     if let Some(tokens) = &guards.tokens {
-        let grant = request
+        let found = request
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(bearer)
-            .and_then(|t| tokens.check(t));
-        match grant {
-            Some(grant) => {
+            .and_then(|t| tokens.identify(t));
+        match found {
+            Some((line, grant)) => {
+                holder = Some(line);
                 request.extensions_mut().insert(grant);
             }
             None => {
@@ -168,35 +177,161 @@ pub(crate) async fn check(
             }
         }
     }
-    let is_post = request.method() == Method::POST;
-    if is_post && !request.headers().contains_key("mcp-session-id") {
-        // This request may open a session (an initialize).
-        if guards.sessions.sessions.read().await.len() >= guards.max_sessions {
+    // Any value of the header, even one that is no text, is a session id
+    // for rmcp to look up: the holder check sees the same bytes.
+    let session = request
+        .headers()
+        .get(SESSION)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    if let Some(id) = &session
+        && !guards.sessions.may_use(holder, id)
+    {
+        return refuse(StatusCode::NOT_FOUND, "Not Found: Session not found");
+    }
+    let method = request.method().clone();
+    // The session's listening stream: one per session (a newer one ends
+    // the older), so it is bounded by the sessions, not the requests.
+    let listener = match &session {
+        Some(id) if method == Method::GET && !request.headers().contains_key("last-event-id") => {
+            Some(guards.sessions.listen(id))
+        }
+        _ => None,
+    };
+    let mut permit = None;
+    let mut flight = None;
+    if listener.is_none() {
+        let Ok(p) = Arc::clone(&guards.permits).try_acquire_owned() else {
             return refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "Too many sessions; try again later",
+                "Too many requests in flight; try again",
             );
+        };
+        permit = Some(p);
+        match guards.sessions.start(holder) {
+            Ok(f) => flight = Some(f),
+            Err(_) => {
+                return refuse(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Too many requests in flight for this token; try again",
+                );
+            }
         }
+    }
+    let is_post = method == Method::POST;
+    let mut opening = None;
+    if is_post {
+        let (parts, body) = request.into_parts();
+        let bytes = match read_body(body, guards.max_body_bytes, guards.body_timeout).await {
+            Ok(bytes) => bytes,
+            Err(refusal) => return refusal,
+        };
+        // Only an initialize opens a session: a stateless request or a
+        // `server/discover` probe must not take (or evict) one.
+        if session.is_none() && is_initialize(&bytes) {
+            match guards.sessions.open(holder).await {
+                Ok(o) => opening = Some(o),
+                Err(Refusal::Full | Refusal::Busy) => {
+                    return refuse(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "Too many sessions; try again later",
+                    );
+                }
+            }
+        }
+        request = Request::from_parts(parts, Body::from(bytes));
     }
     let post = is_post.then(|| PostGuard::start(Arc::clone(&guards.posts)));
     let response = next.run(request).await;
+    // Every session a response opens is bound to the token (even one
+    // rmcp opened for a body not recognised above as an initialize).
+    let opened = match &session {
+        None => response
+            .headers()
+            .get(SESSION)
+            .and_then(|v| v.to_str().ok()),
+        Some(_) => None,
+    };
+    match (opening, opened) {
+        (Some(opening), Some(id)) => opening.commit(id),
+        (None, Some(id)) => guards.sessions.bind(holder, id),
+        (Some(opening), None) => drop(opening),
+        (None, None) => {}
+    }
     let (parts, body) = response.into_parts();
     Response::from_parts(
         parts,
         Body::new(Held {
             body,
+            ended: listener.map(|t| Box::pin(t.cancelled_owned())),
             _permit: permit,
+            _flight: flight,
             _post: post,
         }),
     )
 }
 
-/// A response body that holds its request's permit (and, for a POST, its
-/// place in [`Posts`]) until it is finished or dropped: a streamed answer
-/// counts as in flight for as long as it streams.
+/// Whether a body is a JSON-RPC `initialize` request (anything that does
+/// not parse is not: rmcp refuses it without opening a session).
+fn is_initialize(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Method<'_>>(body)
+        .is_ok_and(|m| m.method.as_deref() == Some("initialize"))
+}
+
+/// The whole body, at most `limit` bytes, within `timeout` (a client
+/// trickling bytes or never ending a chunked body must not hold a
+/// request slot forever).
+async fn read_body(mut body: Body, limit: usize, timeout: Duration) -> Result<Bytes, Response> {
+    let too_big = || {
+        refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Payload Too Large: the request body is over the server's limit",
+        )
+    };
+    if body.size_hint().lower() > limit as u64 {
+        return Err(too_big());
+    }
+    let collect = async {
+        let mut collected = Vec::new();
+        while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await
+        {
+            let Ok(frame) = frame else {
+                return Err(refuse(
+                    StatusCode::BAD_REQUEST,
+                    "Bad Request: the request body could not be read",
+                ));
+            };
+            if let Ok(data) = frame.into_data() {
+                if data.len() > limit.saturating_sub(collected.len()) {
+                    return Err(too_big());
+                }
+                collected.extend_from_slice(&data);
+            }
+        }
+        Ok(Bytes::from(collected))
+    };
+    match tokio::time::timeout(timeout, collect).await {
+        Ok(result) => result,
+        Err(_) => Err(refuse(
+            StatusCode::REQUEST_TIMEOUT,
+            "Request Timeout: the request body did not arrive in time",
+        )),
+    }
+}
+
+/// A response body that holds its request's permits (and, for a POST,
+/// its place in [`Posts`]) until it is finished or dropped: a streamed
+/// answer counts as in flight for as long as it streams. A listening
+/// stream ends when a newer one for its session opens.
 struct Held {
     body: Body,
-    _permit: OwnedSemaphorePermit,
+    ended: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    _permit: Option<OwnedSemaphorePermit>,
+    _flight: Option<Flight>,
     _post: Option<PostGuard>,
 }
 
@@ -208,7 +343,13 @@ impl axum::body::HttpBody for Held {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+        let this = self.get_mut();
+        if let Some(ended) = &mut this.ended
+            && ended.as_mut().poll(cx).is_ready()
+        {
+            return Poll::Ready(None);
+        }
+        Pin::new(&mut this.body).poll_frame(cx)
     }
 
     fn is_end_stream(&self) -> bool {

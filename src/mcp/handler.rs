@@ -123,6 +123,13 @@ impl MemoryServer {
         }
     }
 
+    /// Whether calls with a tenant's token get that tenant's store
+    /// ([`with_tenants`](Self::with_tenants)); an HTTP server refuses
+    /// tenant tokens without it rather than give them the whole store.
+    pub fn serves_tenants(&self) -> bool {
+        self.inner.tenants.is_some()
+    }
+
     /// Tool calls running now.
     pub fn calls_in_flight(&self) -> usize {
         self.inner.in_flight.load(Ordering::SeqCst)

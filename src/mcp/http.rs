@@ -10,21 +10,29 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::mcp::MemoryServer;
 use crate::mcp::auth::Tokens;
 use crate::mcp::guard::{self, Guards, Posts};
+use crate::mcp::sessions::Sessions;
 
 /// How the HTTP server is bounded and who may use it. The defaults are
 /// safe: tokens required, loopback `Origin`s only, 8 MiB bodies (a 1 MiB
-/// file whose every character JSON-escapes to six), 64 sessions idle for
-/// at most 5 minutes, 64 requests in flight, 30 s for calls in flight to
-/// finish on shutdown.
+/// file whose every character JSON-escapes to six) that must arrive
+/// within 60 s, request headers within 10 s (also the longest a
+/// connection may sit idle between requests), 1,024 connections (file
+/// descriptors stay for the store), 64
+/// sessions idle for at most 5 minutes, 64 requests in flight (each
+/// token getting its share of sessions and requests), 30 s for calls in
+/// flight to finish on shutdown.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct HttpOptions {
@@ -47,6 +55,14 @@ pub struct HttpOptions {
     pub max_in_flight: usize,
     /// A session unused this long is closed.
     pub session_idle: Duration,
+    /// TCP connections open at once; more wait to be accepted.
+    pub max_connections: usize,
+    /// How long a client may take to send a request's headers, or sit
+    /// idle between requests on a kept-alive connection (then it is
+    /// closed).
+    pub header_timeout: Duration,
+    /// How long a client may take to send a request's body (longer: 408).
+    pub body_timeout: Duration,
     /// How long a shutdown waits for calls in flight.
     pub shutdown_grace: Duration,
 }
@@ -62,6 +78,9 @@ impl Default for HttpOptions {
             max_sessions: 64,
             max_in_flight: 64,
             session_idle: Duration::from_secs(300),
+            max_connections: 1024,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(30),
         }
     }
@@ -95,6 +114,12 @@ pub enum HttpError {
         "serving without tokens is allowed only on a loopback address (127.0.0.1, ::1), not {0}"
     )]
     UnauthenticatedNotLoopback(SocketAddr),
+    /// A token is mapped to a tenant but the server was built without
+    /// [`MemoryServer::with_tenants`]: that token would see every tenant.
+    #[error(
+        "a token is mapped to a tenant, but the server has no tenant stores (MemoryServer::with_tenants)"
+    )]
+    TenantsNotServed,
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -132,6 +157,9 @@ impl HttpServer {
         server: MemoryServer,
         options: HttpOptions,
     ) -> Result<HttpServer, HttpError> {
+        if options.tokens.as_ref().is_some_and(Tokens::has_tenants) && !server.serves_tenants() {
+            return Err(HttpError::TenantsNotServed);
+        }
         if options.tokens.is_none() {
             if !options.allow_unauthenticated {
                 return Err(HttpError::NoTokens);
@@ -188,39 +216,94 @@ impl HttpServer {
             config,
         );
         let posts = Arc::new(Posts::default());
+        let holders = options.tokens.as_ref().map_or(1, Tokens::len);
         let guards = Arc::new(Guards {
             tokens: options.tokens.clone(),
             allowed_origins: options.allowed_origins.clone(),
             permits: Arc::new(Semaphore::new(options.max_in_flight.max(1))),
-            sessions,
-            max_sessions: options.max_sessions.max(1),
+            sessions: Arc::new(Sessions::new(
+                sessions,
+                options.max_sessions,
+                options.max_in_flight,
+                holders,
+            )),
             posts: Arc::clone(&posts),
+            max_body_bytes: options.max_body_bytes,
+            body_timeout: options.body_timeout,
         });
         let router = axum::Router::new()
             .nest_service("/mcp", service)
+            // A client given http://ADDR or http://ADDR/ instead of /mcp.
+            .fallback(|| async {
+                (
+                    axum::http::StatusCode::NOT_FOUND,
+                    "Not Found: the MCP endpoint is /mcp",
+                )
+            })
             .layer(axum::middleware::from_fn_with_state(guards, guard::check));
 
+        let connections = Arc::new(Semaphore::new(options.max_connections.max(1)));
+        let mut http1 = hyper::server::conn::http1::Builder::new();
+        http1
+            .timer(TokioTimer::new())
+            .header_read_timeout(options.header_timeout);
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let grace = options.shutdown_grace;
-        let drain = tokio::spawn(async move {
-            shutdown.await;
-            // Stop accepting; then let the calls in flight finish and
-            // their answers be sent before the streams are cut.
-            let _ = stop.send(true);
-            let _ = tokio::time::timeout(grace, async {
-                server.calls_finished().await;
-                posts.finished().await;
-            })
-            .await;
-            cancel.cancel();
-        });
-        let mut stopped_rx = stopped.clone();
-        let result = axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                let _ = stopped_rx.wait_for(|s| *s).await;
-            })
-            .await;
-        drain.abort();
-        result
+        let mut open = JoinSet::new();
+        let mut shutdown = std::pin::pin!(shutdown);
+        loop {
+            while open.try_join_next().is_some() {}
+            // A free connection slot first, then a connection: past the
+            // bound, clients wait in the listen queue.
+            let slot = tokio::select! {
+                () = &mut shutdown => break,
+                slot = Arc::clone(&connections).acquire_owned() => slot,
+            };
+            let Ok(slot) = slot else { break };
+            let accepted = tokio::select! {
+                () = &mut shutdown => break,
+                accepted = listener.accept() => accepted,
+            };
+            let stream = match accepted {
+                Ok((stream, _)) => stream,
+                // Out of file descriptors, or a connection reset before it
+                // was accepted: wait a little and go on serving.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let connection = http1.serve_connection(
+                TokioIo::new(stream),
+                TowerToHyperService::new(router.clone()),
+            );
+            let mut stopped = stopped.clone();
+            open.spawn(async move {
+                let _slot = slot;
+                let mut connection = std::pin::pin!(connection);
+                tokio::select! {
+                    _ = connection.as_mut() => return,
+                    _ = stopped.wait_for(|s| *s) => connection.as_mut().graceful_shutdown(),
+                }
+                let _ = connection.await;
+            });
+        }
+        drop(listener);
+        // Stop taking requests (idle connections close); let the calls in
+        // flight finish and their answers be sent before the streams are
+        // cut; then end every session and, soon after, every connection
+        // still open (a client that never finished its request).
+        let _ = stop.send(true);
+        let _ = tokio::time::timeout(options.shutdown_grace, async {
+            server.calls_finished().await;
+            posts.finished().await;
+        })
+        .await;
+        cancel.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(2), async {
+            while open.join_next().await.is_some() {}
+        })
+        .await;
+        open.abort_all();
+        Ok(())
     }
 }

@@ -11,7 +11,8 @@
 //! - [`serve_stdio`] / [`serve_io`] (`stdio.rs`): the stdio transport.
 //! - [`HttpServer`] (`http.rs`) with `guard.rs`: streamable HTTP at
 //!   `/mcp`, with tokens ([`Tokens`], `auth.rs`), `Origin` and `Host`
-//!   checks, and bounds.
+//!   checks, and bounds; `sessions.rs` binds each session to the token
+//!   that opened it and gives every token its share.
 //! - [`shutdown_signal`] (`shutdown.rs`): SIGINT and SIGTERM.
 //!
 //! ```no_run
@@ -31,6 +32,7 @@ mod auth;
 mod guard;
 mod handler;
 mod http;
+mod sessions;
 mod shutdown;
 mod stdio;
 mod tool;

@@ -5,7 +5,11 @@
 use std::future::Future;
 use std::time::Duration;
 
-use rmcp::ServiceExt;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::{RoleServer, ServiceExt};
 
 use crate::mcp::MemoryServer;
 
@@ -36,8 +40,12 @@ where
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
     let watch = server.clone();
+    let transport = UntilInitialize {
+        inner: AsyncRwTransport::new_server(reader, writer),
+        initialized: false,
+    };
     let running = server
-        .serve((reader, writer))
+        .serve(transport)
         .await
         .map_err(|e| StdioError::Handshake(e.to_string()))?;
     let cancel = running.cancellation_token();
@@ -53,6 +61,47 @@ where
     // A call the client abandoned still runs to its end.
     let _ = tokio::time::timeout(grace, watch.calls_finished()).await;
     Ok(())
+}
+
+/// A transport that drops the notifications and responses a client sends
+/// before its `initialize` request. rmcp's handshake ends the whole
+/// session on any of them (a stray `notifications/cancelled` killed the
+/// server, and its error printed the message's Rust debug text); requests
+/// (a `ping`, an early `tools/call`) still reach rmcp, which answers them.
+struct UntilInitialize<T> {
+    inner: T,
+    initialized: bool,
+}
+
+impl<T> Transport<RoleServer> for UntilInitialize<T>
+where
+    T: Transport<RoleServer>,
+{
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let message = self.inner.receive().await?;
+            if self.initialized {
+                return Some(message);
+            }
+            if let ClientJsonRpcMessage::Request(request) = &message {
+                self.initialized = matches!(request.request, ClientRequest::InitializeRequest(_));
+                return Some(message);
+            }
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
 }
 
 /// Serves `server` on this process's stdin and stdout until the client

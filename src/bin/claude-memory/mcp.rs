@@ -1,7 +1,8 @@
 //! `mcp`: the memory tool served over MCP (`claude_memory::mcp`), on
 //! stdio or streamable HTTP, with every store option of the CLI.
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 /// The content policy for writes.
@@ -18,7 +19,8 @@ pub enum Secrets {
 pub struct McpArgs {
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio
     /// [default ADDR: 127.0.0.1:8765, loopback]
-    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765",
+          value_parser = parse_addr)]
     pub http: Option<SocketAddr>,
     /// Bearer tokens, one a line, each optionally followed by the tenant
     /// it sees (`TOKEN alice`); `#` starts a comment
@@ -38,13 +40,30 @@ pub struct McpArgs {
     pub max_body: Option<usize>,
     /// Sessions open at once [default: 64]
     #[arg(long, value_name = "N")]
-    pub max_sessions: Option<usize>,
+    pub max_sessions: Option<NonZeroUsize>,
     /// HTTP requests in flight at once [default: 64]
     #[arg(long, value_name = "N")]
-    pub max_in_flight: Option<usize>,
+    pub max_in_flight: Option<NonZeroUsize>,
     /// Check every write for secrets: reject or redact [default: off]
     #[arg(long, value_name = "POLICY")]
     pub secrets: Option<Secrets>,
+}
+
+/// `--http`'s address: `IP:PORT`, `[IPv6]:PORT`, `localhost:PORT` or a
+/// bare `PORT` (both loopback, 127.0.0.1), the forms people type.
+fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let port = text
+        .strip_prefix("localhost:")
+        .or_else(|| text.strip_prefix("LOCALHOST:"))
+        .unwrap_or(text);
+    port.parse::<u16>()
+        .map(|port| SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
+        .map_err(|_| {
+            format!("expected IP:PORT (127.0.0.1:8765, [::1]:8765, 0.0.0.0:8765), localhost:PORT or PORT, not {text:?}")
+        })
 }
 
 #[cfg(not(feature = "mcp"))]
@@ -122,6 +141,12 @@ mod serve {
             .build()
             .map_err(|e| failed(format_args!("cannot start the runtime: {e}")))?;
         let Some(addr) = args.http else {
+            if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                // Someone ran it by hand to see if it works.
+                eprintln!(
+                    "claude-memory mcp: serving MCP on stdin/stdout; an MCP client starts this command itself (claude mcp add ... -- claude-memory --store ... mcp), or add --http for a server"
+                );
+            }
             return runtime
                 .block_on(claude_memory::mcp::serve_stdio(server))
                 .map_err(failed);
@@ -135,10 +160,10 @@ mod serve {
             options.max_body_bytes = n;
         }
         if let Some(n) = args.max_sessions {
-            options.max_sessions = n;
+            options.max_sessions = n.get();
         }
         if let Some(n) = args.max_in_flight {
-            options.max_in_flight = n;
+            options.max_in_flight = n.get();
         }
         runtime.block_on(async move {
             let http = HttpServer::bind(addr, server, options)
