@@ -48,21 +48,24 @@ async fn bind(
     }
 }
 
-/// Binds, serves on the current runtime, returns the port and the stop.
+/// Binds a port the system picks (fixed ports collided with other
+/// processes on a shared machine), serves on the current runtime, returns
+/// the port and the stop.
 async fn start(
     server: MemoryServer,
-    port: u16,
     options: HttpOptions,
 ) -> (
+    u16,
     tokio::sync::oneshot::Sender<()>,
     tokio::task::JoinHandle<std::io::Result<()>>,
 ) {
-    let http = bind(port, server, options).await.expect("bind");
+    let http = bind(0, server, options).await.expect("bind");
+    let port = http.local_addr().expect("bound address").port();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(http.serve(async move {
         let _ = stopped.await;
     }));
-    (stop, task)
+    (port, stop, task)
 }
 
 /// One create and one view through raw HTTP, from a blocking thread.
@@ -104,8 +107,8 @@ async fn round_trip(port: u16) {
 #[tokio::test(flavor = "current_thread")]
 async fn serves_inside_a_current_thread_runtime() {
     let server = MemoryServer::new(MemoryTool::new(InMemoryStore::new()));
-    let (stop, task) = start(server.clone(), 55521, options()).await;
-    round_trip(55521).await;
+    let (port, stop, task) = start(server.clone(), options()).await;
+    round_trip(port).await;
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();
     drop(server);
@@ -114,8 +117,8 @@ async fn serves_inside_a_current_thread_runtime() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serves_inside_a_multi_thread_runtime() {
     let server = MemoryServer::new(MemoryTool::new(InMemoryStore::new()));
-    let (stop, task) = start(server.clone(), 55522, options()).await;
-    round_trip(55522).await;
+    let (port, stop, task) = start(server.clone(), options()).await;
+    round_trip(port).await;
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();
     drop(server);
@@ -154,10 +157,9 @@ async fn bad_input_gets_the_protocols_error_or_the_spec_string_and_the_server_ke
     let server = MemoryServer::new(MemoryTool::new(InMemoryStore::new()));
     let mut opts = options();
     opts.max_body_bytes = 64 * 1024;
-    let (stop, task) = start(server, 55523, opts).await;
-    tokio::task::spawn_blocking(|| {
-        let port = 55523;
-        let auth = format!("Bearer {TOKEN}");
+    let (port, stop, task) = start(server, opts).await;
+    tokio::task::spawn_blocking(move || {
+                let auth = format!("Bearer {TOKEN}");
         let s = session(port, TOKEN);
         let sh = [("Authorization", auth.as_str()), ("Mcp-Session-Id", s.as_str()), ("MCP-Protocol-Version", "2025-06-18")];
         // Malformed JSON-RPC: not JSON, then JSON that is no JSON-RPC message.
@@ -230,15 +232,10 @@ async fn bad_input_gets_the_protocols_error_or_the_spec_string_and_the_server_ke
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refuses_to_serve_without_tokens_unless_asked_and_only_on_loopback() {
     let server = || MemoryServer::new(MemoryTool::new(InMemoryStore::new()));
-    let e = HttpServer::bind(
-        ([127, 0, 0, 1], 55524).into(),
-        server(),
-        HttpOptions::default(),
-    )
-    .await;
+    let e = HttpServer::bind(([127, 0, 0, 1], 0).into(), server(), HttpOptions::default()).await;
     assert!(matches!(e, Err(claude_memory::mcp::HttpError::NoTokens)));
     let e = HttpServer::bind(
-        ([0, 0, 0, 0], 55524).into(),
+        ([0, 0, 0, 0], 0).into(),
         server(),
         HttpOptions::default().allow_unauthenticated(),
     )
@@ -247,12 +244,7 @@ async fn refuses_to_serve_without_tokens_unless_asked_and_only_on_loopback() {
         e,
         Err(claude_memory::mcp::HttpError::UnauthenticatedNotLoopback(_))
     ));
-    let ok = bind(
-        55524,
-        server(),
-        HttpOptions::default().allow_unauthenticated(),
-    )
-    .await;
+    let ok = bind(0, server(), HttpOptions::default().allow_unauthenticated()).await;
     if let Err(e) = ok {
         panic!("{e}");
     }
@@ -267,11 +259,11 @@ async fn shutdown_finishes_the_call_in_flight_and_sends_its_answer() {
     });
     let store = Arc::new(InMemoryStore::new());
     let server = MemoryServer::new(MemoryTool::new(Arc::clone(&store)).with_policy(slow));
-    let (stop, task) = start(server.clone(), 55525, options()).await;
-    let caller = tokio::task::spawn_blocking(|| {
-        let s = session(55525, TOKEN);
+    let (port, stop, task) = start(server.clone(), options()).await;
+    let caller = tokio::task::spawn_blocking(move || {
+        let s = session(port, TOKEN);
         call(
-            55525,
+            port,
             TOKEN,
             &s,
             1,
@@ -309,8 +301,8 @@ async fn a_client_that_hangs_up_mid_call_loses_nothing() {
     });
     let store = Arc::new(InMemoryStore::new());
     let server = MemoryServer::new(MemoryTool::new(Arc::clone(&store)).with_policy(slow));
-    let (stop, task) = start(server.clone(), 55520, options()).await;
-    let s = tokio::task::spawn_blocking(|| session(55520, TOKEN))
+    let (port, stop, task) = start(server.clone(), options()).await;
+    let s = tokio::task::spawn_blocking(move || session(port, TOKEN))
         .await
         .unwrap();
     let text = "line\n".repeat(50_000);
@@ -318,8 +310,8 @@ async fn a_client_that_hangs_up_mid_call_loses_nothing() {
         json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "memory",
         "arguments": {"command": "create", "path": "/memories/hung-up.md", "file_text": text}}})
         .to_string();
-    let mut conn = std::net::TcpStream::connect(("127.0.0.1", 55520)).unwrap();
-    write!(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:55520\r\nAuthorization: Bearer {TOKEN}\r\nMcp-Session-Id: {s}\r\nMCP-Protocol-Version: 2025-06-18\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {TOKEN}\r\nMcp-Session-Id: {s}\r\nMCP-Protocol-Version: 2025-06-18\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
     conn.flush().unwrap();
     // Hang up once the call is running, before its answer.
     while server.calls_in_flight() == 0 {
@@ -338,7 +330,6 @@ async fn a_client_that_hangs_up_mid_call_loses_nothing() {
         )
     );
     // The server goes on.
-    let port = 55520;
     let a = tokio::task::spawn_blocking(move || {
         let s = session(port, TOKEN);
         call(
@@ -371,9 +362,8 @@ async fn a_token_mapped_to_a_tenant_sees_only_that_tenants_memories() {
         "alice-token-0123456789 alice\nbob-token-0123456789 bob\nadmin-token-0123456789\n",
     )
     .unwrap();
-    let (stop, task) = start(server, 55529, HttpOptions::default().with_tokens(tokens)).await;
-    tokio::task::spawn_blocking(|| {
-        let port = 55529;
+    let (port, stop, task) = start(server, HttpOptions::default().with_tokens(tokens)).await;
+    tokio::task::spawn_blocking(move || {
         let (alice, bob, admin) = (
             "alice-token-0123456789",
             "bob-token-0123456789",
