@@ -46,6 +46,8 @@ pub(crate) struct Keys {
     /// Serialises this process's size-capped writes (the cap's check is
     /// also conditional in the wrapped store, see `write_within`).
     quota: Mutex<()>,
+    /// What the last rotation check saw of the key record.
+    pub(crate) record_seen: Mutex<super::rotation::Seen>,
 }
 
 impl<S: Clone> Clone for EncryptedStore<S> {
@@ -75,13 +77,27 @@ impl<S: MemoryStore> EncryptedStore<S> {
     /// before any file is read. A move an earlier process left half done
     /// is finished first.
     pub fn open(inner: S, ring: Keyring) -> Result<Self, CryptError> {
-        let opened = record::open(&inner, &ring)?;
+        Self::open_with(inner, ring, true)
+    }
+
+    /// [`open`](Self::open), but only a store that already has its key
+    /// record: a store never written is [`CryptError::Uninitialised`]
+    /// instead of getting a record. For readers (a read-only store could
+    /// not write the record, and a reader of a mistyped path or tenant
+    /// should hear so, not get an empty store).
+    pub fn open_existing(inner: S, ring: Keyring) -> Result<Self, CryptError> {
+        Self::open_with(inner, ring, false)
+    }
+
+    fn open_with(inner: S, ring: Keyring, create: bool) -> Result<Self, CryptError> {
+        let opened = record::open(&inner, &ring, create)?;
         let store = EncryptedStore {
             inner,
             keys: Arc::new(Keys {
                 sealers: opened.sealers,
                 names: opened.names,
                 quota: Mutex::new(()),
+                record_seen: Mutex::new(None),
             }),
         };
         store.check_names()?;
@@ -205,93 +221,6 @@ impl<S: MemoryStore> EncryptedStore<S> {
         }
     }
 
-    /// Rewrites the wrapped store's (encrypted) paths in `error` to the
-    /// plaintext ones: each is `pairs`' plaintext path or its ancestor.
-    pub(crate) fn outer(
-        &self,
-        error: StoreError,
-        pairs: &[(&MemoryPath, &MemoryPath)],
-    ) -> StoreError {
-        let map = |p: MemoryPath| -> MemoryPath {
-            let n = p.components().len();
-            for (stored, plain) in pairs {
-                if stored.components().len() >= n && stored.components()[..n] == p.components()[..]
-                {
-                    return plain
-                        .ancestors()
-                        .find(|a| a.components().len() == n)
-                        .unwrap_or_else(|| (*plain).clone());
-                }
-            }
-            pairs
-                .first()
-                .map(|(_, plain)| (*plain).clone())
-                .unwrap_or_else(MemoryPath::root)
-        };
-        match error {
-            StoreError::NotFound { path } => StoreError::NotFound { path: map(path) },
-            StoreError::AlreadyExists { path } => StoreError::AlreadyExists { path: map(path) },
-            StoreError::IsADirectory { path } => StoreError::IsADirectory { path: map(path) },
-            StoreError::NotADirectory { path } => StoreError::NotADirectory { path: map(path) },
-            StoreError::ParentNotDirectory { path, parent } => StoreError::ParentNotDirectory {
-                path: map(path),
-                parent: map(parent),
-            },
-            StoreError::Conflict { path } => StoreError::Conflict { path: map(path) },
-            StoreError::Symlink { path } => StoreError::Symlink { path: map(path) },
-            StoreError::TooLarge { path, len } => StoreError::TooLarge {
-                path: map(path),
-                len: len.saturating_sub(OVERHEAD),
-            },
-            StoreError::HardLink { path } => StoreError::HardLink { path: map(path) },
-            StoreError::Invalid { path, reason } => StoreError::Invalid {
-                path: map(path),
-                reason,
-            },
-            StoreError::UnsupportedName { path, reason } => StoreError::UnsupportedName {
-                path: map(path),
-                reason,
-            },
-            StoreError::PathTooLong { path, limit } => StoreError::PathTooLong {
-                path: map(path),
-                limit,
-            },
-            StoreError::StoreFull { path, total, limit } => StoreError::StoreFull {
-                path: map(path),
-                total,
-                limit,
-            },
-            StoreError::Io { op, path, source } => StoreError::Io {
-                op,
-                path: map(path),
-                source,
-            },
-            StoreError::Backend { path, source } => StoreError::Backend {
-                path: map(path),
-                source,
-            },
-            StoreError::Unreachable {
-                path,
-                cause,
-                source,
-            } => StoreError::Unreachable {
-                path: map(path),
-                cause,
-                source,
-            },
-            StoreError::OutcomeUnknown {
-                path,
-                cause,
-                source,
-            } => StoreError::OutcomeUnknown {
-                path: map(path),
-                cause,
-                source,
-            },
-            StoreError::Integrity { path } => StoreError::Integrity { path: map(path) },
-        }
-    }
-
     fn plain_meta(meta: Metadata) -> Metadata {
         match meta.kind {
             EntryKind::File => Metadata {
@@ -310,7 +239,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
         };
         let file = self
             .inner
-            .read(&ep, limit.saturating_add(OVERHEAD))
+            .read(&ep, limit.min(MAX_FILE_BYTES).saturating_add(OVERHEAD))
             .map_err(|e| self.outer(e, &[(&ep, path)]))?;
         let id = seal::key_id_of(&file.data);
         let data = self
@@ -324,6 +253,51 @@ impl<S: MemoryStore> EncryptedStore<S> {
             data,
             version: file.version,
         })
+    }
+}
+
+/// The largest file (plaintext bytes) an encrypted store writes or reads.
+/// An AEAD checks a file whole before any of it is used, so each read
+/// holds the file in memory: this bounds that memory whatever the storage
+/// holds (a planted sparse file of a terabyte is refused, not read). It is
+/// far above the handler's default `max_file_size` (1 MiB).
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// Refuses a write over [`MAX_FILE_BYTES`] (it could not be read back).
+fn check_len(path: &MemoryPath, data: &[u8]) -> StoreResult<()> {
+    if data.len() as u64 > MAX_FILE_BYTES {
+        return Err(StoreError::TooLarge {
+            path: path.clone(),
+            len: data.len() as u64,
+        });
+    }
+    Ok(())
+}
+
+impl<S: MemoryStore> EncryptedStore<S> {
+    /// The plaintext of an opened stored file: refused over the bound,
+    /// read in one pass into a buffer of its length, opened in place.
+    fn read_sealed(&self, path: &MemoryPath, file: FileReader<'_>) -> StoreResult<Vec<u8>> {
+        use std::io::Read;
+        if file.len > MAX_FILE_BYTES.saturating_add(OVERHEAD) {
+            return Err(StoreError::TooLarge {
+                path: path.clone(),
+                len: file.len.saturating_sub(OVERHEAD),
+            });
+        }
+        let len = usize::try_from(file.len).unwrap_or(usize::MAX);
+        let mut sealed = Vec::with_capacity(len);
+        file.reader
+            .take(file.len)
+            .read_to_end(&mut sealed)
+            .map_err(|e| StoreError::io(crate::store::Op::Read, path, e))?;
+        let id = seal::key_id_of(&sealed);
+        self.keys
+            .sealers
+            .iter()
+            .find(|s| Some(s.id()) == id)
+            .and_then(|s| s.open_owned(sealed, path.normalized().as_bytes()))
+            .ok_or_else(|| StoreError::Integrity { path: path.clone() })
     }
 }
 
@@ -352,16 +326,30 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
     }
 
     /// Reads the file whole to check its tag before a byte is shown (an
-    /// AEAD opens all or nothing), then streams the plaintext.
+    /// AEAD opens all or nothing), then streams the plaintext. The file is
+    /// opened as the wrapped store opens it (its fast path, one `fstat`
+    /// for the length) and read in one pass into a buffer of exactly that
+    /// length, which is then decrypted in place: no second read, stat or
+    /// copy. A stored file over [`MAX_FILE_BYTES`] (planted: no write
+    /// makes one) is refused before any of it is read.
     fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
-        let file = self.read_plain(path, u64::MAX)?;
+        let Some(ep) = self.enc(path) else {
+            return Err(StoreError::NotFound { path: path.clone() });
+        };
+        let file = self
+            .inner
+            .open(&ep)
+            .map_err(|e| self.outer(e, &[(&ep, path)]))?;
+        let data = self.read_sealed(path, file)?;
         Ok(FileReader {
-            len: file.data.len() as u64,
-            reader: Box::new(std::io::Cursor::new(file.data)),
+            len: data.len() as u64,
+            reader: Box::new(std::io::Cursor::new(data)),
         })
     }
 
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        check_len(path, data)?;
+        self.check_rotation(path)?;
         let ep = self.enc_new(path)?;
         let sealed = self.seal(path, data)?;
         self.inner
@@ -433,6 +421,7 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         let Some(ep) = self.enc(path) else {
             return Err(StoreError::NotFound { path: path.clone() });
         };
+        self.check_rotation(path)?;
         let mut failure: Option<StoreError> = None;
         let mut written: Option<Vec<u8>> = None;
         let result = self
@@ -497,6 +486,8 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         mode: WriteMode,
         quota: Quota<'_>,
     ) -> StoreResult<Version> {
+        check_len(path, data)?;
+        self.check_rotation(path)?;
         let ep = self.enc_new(path)?;
         let escope = self.enc_new(quota.scope)?;
         let _serial = self
