@@ -488,3 +488,35 @@ fn the_cli_answers_a_new_users_mistakes_on_encrypted_stores() {
     assert!(text.contains("passphrase file"), "{text}");
     assert!(!text.contains("key file"), "{text}");
 }
+
+/// Every spelling of a path the model may use names the same file: the
+/// seal is bound to the normalised path, which the view's fast path takes
+/// from the raw spelling when it already is normalised, and computes
+/// otherwise.
+#[test]
+fn every_spelling_of_a_path_opens_the_same_sealed_file() {
+    let dir = tempfile::tempdir().expect("dir");
+    let key = Key::generate().expect("key");
+    let tool = MemoryTool::new(open(dir.path(), &key).expect("open"));
+    let (err, text) = call(
+        &tool,
+        json!({"command": "create", "path": "/memories/x/n.md", "file_text": "spelled\n"}),
+    );
+    assert!(!err, "{text}");
+    let mut tried = 0;
+    for spelling in [
+        "/memories/x/n.md",
+        "/memories//x/n.md",
+        "/memories/x/./n.md",
+        "/memories/./x//n.md",
+    ] {
+        if MemoryPath::parse(spelling).is_err() {
+            continue;
+        }
+        tried += 1;
+        let (err, text) = call(&tool, json!({"command": "view", "path": spelling}));
+        assert!(!err, "{spelling}: {text}");
+        assert!(text.contains("spelled"), "{spelling}: {text}");
+    }
+    assert!(tried >= 2, "only {tried} spellings parse");
+}

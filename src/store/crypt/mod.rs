@@ -23,6 +23,7 @@ mod moves;
 mod names;
 mod outer;
 pub mod passphrase;
+mod read;
 mod record;
 mod rekey;
 mod rotation;
@@ -33,9 +34,10 @@ pub use key::{KEY_BYTES, Key, KeyId, Keyring};
 pub use log::{LogSealer, SealedLog};
 pub use names::MAX_NAME_BYTES;
 pub use passphrase::{KdfParams, Passphrase};
+pub use read::MAX_FILE_BYTES;
 pub use rekey::RekeyReport;
 pub use seal::OVERHEAD;
-pub use store::{EncryptedStore, MAX_FILE_BYTES, is_encrypted};
+pub use store::{EncryptedStore, is_encrypted};
 
 use crate::store::StoreError;
 

@@ -80,11 +80,11 @@ impl<S: MemoryStore> EncryptedStore<S> {
         // removed part of it (a tree half deleted) or all of it (an
         // unlink whose directory sync failed), and removing the copy then
         // would lose those files from both places.
-        if let Err(e) = self.delete_source(from) {
-            if !matches!(self.stat(from), Ok(None)) {
-                // The journal stays: the next open finishes the move.
-                return Err(e);
-            }
+        if let Err(e) = self.delete_source(from)
+            && !matches!(self.stat(from), Ok(None))
+        {
+            // The journal stays: the next open finishes the move.
+            return Err(e);
         }
         self.inner()
             .delete(&journal)
@@ -167,7 +167,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
         }
         for file in &files {
             let Some(dest) = map(file) else { continue };
-            let content = self.read(file, super::store::MAX_FILE_BYTES)?;
+            let content = self.read(file, super::read::MAX_FILE_BYTES)?;
             match self.write(&dest, &content.data, mode) {
                 Err(StoreError::AlreadyExists { .. }) if mode == WriteMode::Create => {
                     self.write(&dest, &content.data, WriteMode::Overwrite)?;

@@ -100,7 +100,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
         for _ in 0..crate::store::UPDATE_ATTEMPTS {
             let stored = match self
                 .inner()
-                .read(&ep, super::store::MAX_FILE_BYTES + super::OVERHEAD)
+                .read(&ep, super::read::MAX_FILE_BYTES + super::OVERHEAD)
             {
                 Ok(f) => f,
                 Err(StoreError::NotFound { .. }) => return Ok(false),

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::CryptError;
 use super::key::Keyring;
 use super::names::{NameCipher, TOO_LONG};
+use super::read::{MAX_FILE_BYTES, check_len, normalized};
 use super::record::{self, CONTROL_PREFIX, Record};
 use super::seal::{self, OVERHEAD, Sealer};
 use crate::path::MemoryPath;
@@ -147,13 +148,18 @@ impl<S: MemoryStore> EncryptedStore<S> {
     }
 
     /// The stored path of `path`; `None` if a name is too long to exist.
+    pub(crate) fn enc(&self, path: &MemoryPath) -> Option<MemoryPath> {
+        self.enc_shared(path, &normalized(path))
+            .map(|p| MemoryPath::clone(&p))
+    }
+
+    /// [`enc`](Self::enc), shared, for `path`'s normalised form `key`.
     ///
     /// Remembered per path (see `cache`): a hit is one lookup instead of
-    /// one AES-SIV and one path check per component.
-    pub(crate) fn enc(&self, path: &MemoryPath) -> Option<MemoryPath> {
+    /// one AES-SIV and one path check per component, and no copy.
+    pub(crate) fn enc_shared(&self, path: &MemoryPath, key: &str) -> Option<Arc<MemoryPath>> {
         let memo = &self.keys.names.memo;
-        let key = path.normalized();
-        if let Some(stored) = memo.path(&key) {
+        if let Some(stored) = memo.path(key) {
             return Some(stored);
         }
         let mut plain = MemoryPath::root();
@@ -163,7 +169,8 @@ impl<S: MemoryStore> EncryptedStore<S> {
             stored = stored.join(&e)?;
             plain = plain.join(name)?;
         }
-        memo.put_path(key, stored.clone());
+        let stored = Arc::new(stored);
+        memo.put_path(key.to_owned(), Arc::clone(&stored));
         Some(stored)
     }
 
@@ -256,51 +263,6 @@ impl<S: MemoryStore> EncryptedStore<S> {
     }
 }
 
-/// The largest file (plaintext bytes) an encrypted store writes or reads.
-/// An AEAD checks a file whole before any of it is used, so each read
-/// holds the file in memory: this bounds that memory whatever the storage
-/// holds (a planted sparse file of a terabyte is refused, not read). It is
-/// far above the handler's default `max_file_size` (1 MiB).
-pub const MAX_FILE_BYTES: u64 = 64 << 20;
-
-/// Refuses a write over [`MAX_FILE_BYTES`] (it could not be read back).
-fn check_len(path: &MemoryPath, data: &[u8]) -> StoreResult<()> {
-    if data.len() as u64 > MAX_FILE_BYTES {
-        return Err(StoreError::TooLarge {
-            path: path.clone(),
-            len: data.len() as u64,
-        });
-    }
-    Ok(())
-}
-
-impl<S: MemoryStore> EncryptedStore<S> {
-    /// The plaintext of an opened stored file: refused over the bound,
-    /// read in one pass into a buffer of its length, opened in place.
-    fn read_sealed(&self, path: &MemoryPath, file: FileReader<'_>) -> StoreResult<Vec<u8>> {
-        use std::io::Read;
-        if file.len > MAX_FILE_BYTES.saturating_add(OVERHEAD) {
-            return Err(StoreError::TooLarge {
-                path: path.clone(),
-                len: file.len.saturating_sub(OVERHEAD),
-            });
-        }
-        let len = usize::try_from(file.len).unwrap_or(usize::MAX);
-        let mut sealed = Vec::with_capacity(len);
-        file.reader
-            .take(file.len)
-            .read_to_end(&mut sealed)
-            .map_err(|e| StoreError::io(crate::store::Op::Read, path, e))?;
-        let id = seal::key_id_of(&sealed);
-        self.keys
-            .sealers
-            .iter()
-            .find(|s| Some(s.id()) == id)
-            .and_then(|s| s.open_owned(sealed, path.normalized().as_bytes()))
-            .ok_or_else(|| StoreError::Integrity { path: path.clone() })
-    }
-}
-
 /// True when `store` holds an encrypted store's key record: opening it
 /// without a key would show ciphertext, and writing to it would put
 /// plaintext beside it (the CLI refuses both).
@@ -333,17 +295,22 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
     /// copy. A stored file over [`MAX_FILE_BYTES`] (planted: no write
     /// makes one) is refused before any of it is read.
     fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
-        let Some(ep) = self.enc(path) else {
+        let key = normalized(path);
+        let Some(ep) = self.enc_shared(path, &key) else {
             return Err(StoreError::NotFound { path: path.clone() });
         };
         let file = self
             .inner
             .open(&ep)
-            .map_err(|e| self.outer(e, &[(&ep, path)]))?;
-        let data = self.read_sealed(path, file)?;
+            .map_err(|e| self.outer(e, &[(&*ep, path)]))?;
+        let data = self.read_sealed(path, &key, file)?;
+        // The plaintext starts after the seal's header: read from there
+        // instead of moving it.
+        let mut reader = std::io::Cursor::new(data);
+        reader.set_position(seal::HEADER as u64);
         Ok(FileReader {
-            len: data.len() as u64,
-            reader: Box::new(std::io::Cursor::new(data)),
+            len: (reader.get_ref().len() - seal::HEADER) as u64,
+            reader: Box::new(reader),
         })
     }
 
