@@ -15,10 +15,13 @@ use claude_memory::store::crypt::{
 use crate::output::{Failure, Outcome, err, failed};
 use crate::store::Access;
 
-/// The keys the command line gives, if any.
+/// The keys the command line gives, if any: with `--tenant`, each
+/// tenant's own, derived from them (HKDF with the tenant id), so one
+/// tenant's directory copied over another's is refused at open.
 pub fn ring(
     key_files: &[PathBuf],
     passphrase_file: Option<&Path>,
+    tenant: Option<&TenantId>,
 ) -> Result<Option<Keyring>, Failure> {
     let mut ring: Option<Keyring> = None;
     for file in key_files {
@@ -35,7 +38,10 @@ pub fn ring(
             Some(r) => r.with_passphrase(pass),
         });
     }
-    Ok(ring)
+    Ok(match tenant {
+        Some(tenant) => ring.map(|r| r.for_tenant(tenant)),
+        None => ring,
+    })
 }
 
 /// The store, encrypted when keys are given, and how to seal its history

@@ -77,7 +77,7 @@ fn run(cli: Cli) -> Outcome {
     let tenant = store::tenant(cli.tenant.as_deref())?;
     let tenant = tenant.as_ref();
     let with_history = cli.history || history::exists(&spec, tenant);
-    let ring = crypt::ring(&cli.key_file, cli.passphrase_file.as_deref())?;
+    let ring = crypt::ring(&cli.key_file, cli.passphrase_file.as_deref(), tenant)?;
     let open = |access: Access| -> Result<Tool, Failure> {
         let (mut store, sealer) = crypt::wrap(
             store::open(&spec, tenant, access)?,

@@ -217,7 +217,9 @@ fn derive_into(ikm: &[u8], info: &[u8], out: &mut [u8]) {
 #[derive(Debug, Clone)]
 pub(crate) enum KeySource {
     Key(Key),
-    Passphrase(Passphrase),
+    /// A passphrase, and the tenants whose keys are then derived from
+    /// the key it gives (in order; empty for none).
+    Passphrase(Passphrase, Vec<crate::TenantId>),
 }
 
 /// The keys a store is opened with: the first is the **primary**, which
@@ -243,7 +245,7 @@ impl Keyring {
     /// the salt and parameters the store keeps).
     pub fn from_passphrase(passphrase: Passphrase) -> Keyring {
         Keyring {
-            sources: vec![KeySource::Passphrase(passphrase)],
+            sources: vec![KeySource::Passphrase(passphrase, Vec::new())],
             kdf_costs: None,
         }
     }
@@ -256,13 +258,16 @@ impl Keyring {
 
     /// Adds an older passphrase, still accepted for reading.
     pub fn with_passphrase(mut self, passphrase: Passphrase) -> Keyring {
-        self.sources.push(KeySource::Passphrase(passphrase));
+        self.sources
+            .push(KeySource::Passphrase(passphrase, Vec::new()));
         self
     }
 
     /// The ring for one tenant: every key derived for it
-    /// ([`Key::for_tenant`]). Passphrases are kept as they are (a
-    /// tenant's store has its own salt, so its keys differ anyway).
+    /// ([`Key::for_tenant`]), a passphrase's once Argon2id has made it (a
+    /// tenant's store has its own salt too, but a salt travels with a
+    /// copied key record: the derivation is what makes one tenant's
+    /// whole directory, copied over another's, refused at open).
     pub fn for_tenant(&self, tenant: &crate::TenantId) -> Keyring {
         Keyring {
             sources: self
@@ -270,7 +275,11 @@ impl Keyring {
                 .iter()
                 .map(|s| match s {
                     KeySource::Key(k) => KeySource::Key(k.for_tenant(tenant)),
-                    KeySource::Passphrase(p) => KeySource::Passphrase(p.clone()),
+                    KeySource::Passphrase(p, tenants) => {
+                        let mut tenants = tenants.clone();
+                        tenants.push(tenant.clone());
+                        KeySource::Passphrase(p.clone(), tenants)
+                    }
                 })
                 .collect(),
             kdf_costs: self.kdf_costs,

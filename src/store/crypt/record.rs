@@ -120,7 +120,7 @@ pub(crate) fn open<S: MemoryStore + ?Sized>(
         let has_passphrase = ring
             .sources
             .iter()
-            .any(|s| matches!(s, KeySource::Passphrase(_)));
+            .any(|s| matches!(s, KeySource::Passphrase(..)));
         let mut changed = false;
         if has_passphrase && record.kdf.is_none() {
             record.kdf = Some(new_kdf(ring)?);
@@ -167,7 +167,7 @@ fn make<S: MemoryStore + ?Sized>(inner: &S, ring: &Keyring) -> Result<Opened, Cr
     let has_passphrase = ring
         .sources
         .iter()
-        .any(|s| matches!(s, KeySource::Passphrase(_)));
+        .any(|s| matches!(s, KeySource::Passphrase(..)));
     let kdf = if has_passphrase {
         Some(new_kdf(ring)?)
     } else {
@@ -219,9 +219,12 @@ fn resolve(ring: &Keyring, kdf: Option<&KdfParams>) -> Result<Vec<Key>, CryptErr
         .iter()
         .map(|s| match s {
             KeySource::Key(k) => Ok(k.clone()),
-            KeySource::Passphrase(p) => p.derive(kdf.ok_or(CryptError::Record(
-                "the key record has no Argon2id parameters",
-            ))?),
+            KeySource::Passphrase(p, tenants) => {
+                let key = p.derive(kdf.ok_or(CryptError::Record(
+                    "the key record has no Argon2id parameters",
+                ))?)?;
+                Ok(tenants.iter().fold(key, |k, t| k.for_tenant(t)))
+            }
         })
         .collect()
 }

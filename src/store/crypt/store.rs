@@ -85,7 +85,8 @@ impl<S: MemoryStore> EncryptedStore<S> {
     /// record: a store never written is [`CryptError::Uninitialised`]
     /// instead of getting a record. For readers (a read-only store could
     /// not write the record, and a reader of a mistyped path or tenant
-    /// should hear so, not get an empty store).
+    /// should hear so, not get an empty store). A move left half done is
+    /// not finished here (that needs writing), but by the next `open`.
     pub fn open_existing(inner: S, ring: Keyring) -> Result<Self, CryptError> {
         Self::open_with(inner, ring, false)
     }
@@ -102,7 +103,12 @@ impl<S: MemoryStore> EncryptedStore<S> {
             }),
         };
         store.check_names()?;
-        store.recover_moves()?;
+        // A reader (which may hold the store read-only) leaves a move
+        // another process left half done to the next writer: it sees the
+        // entries where they are, and is not refused for it.
+        if create {
+            store.recover_moves()?;
+        }
         Ok(store)
     }
 
