@@ -236,6 +236,24 @@ fn a_rename_whose_source_delete_stops_half_way_is_finished_not_undone() {
     );
     assert!(err, "the delete failed: {text}");
     drop(tool);
+    // A reader (read-only, as `view` opens it) is not refused for the
+    // half-done move, and leaves it to the next writer.
+    let reader = EncryptedStore::open_existing(
+        FilesystemStore::builder(dir.path())
+            .read_only(true)
+            .open()
+            .expect("fs"),
+        Keyring::new(key.clone()),
+    )
+    .expect("a reader opens");
+    assert!(
+        reader
+            .stat(&MemoryPath::parse("/memories/src").expect("path"))
+            .expect("stat")
+            .is_some(),
+        "the reader moved nothing"
+    );
+    drop(reader);
     let tool = MemoryTool::new(open(dir.path(), &key).expect("open finishes the move"));
     for (n, (err, text)) in views(&tool, "/memories/dst").into_iter().enumerate() {
         assert!(!err, "{n}: {text}");
