@@ -7,7 +7,10 @@ use claude_memory::backup::{Backup, ImportOptions};
 
 use crate::output::{Failure, Outcome, count, err, failed, out, stdout_error};
 
-pub fn export(tool: &crate::Tool, output: Option<&Path>) -> Outcome {
+/// `encrypted`: `tool` is an encrypted store's wrapped store (the backup
+/// is its ciphertext); the count then leaves out the wrapper's own files
+/// (the key record), so it counts memories as a plaintext export does.
+pub fn export(tool: &crate::Tool, output: Option<&Path>, encrypted: bool) -> Outcome {
     let backup = Backup::of_store(tool.store()).map_err(failed)?;
     if !backup.unspellable.is_empty() {
         return Err(Failure::Failed(format!(
@@ -16,9 +19,29 @@ pub fn export(tool: &crate::Tool, output: Option<&Path>) -> Outcome {
             backup.unspellable.join(", ")
         )));
     }
+    // The wrapper's own files sit in the root, named with its prefix
+    // (which no encrypted name, being base32, can take).
+    let own = if encrypted {
+        backup
+            .files
+            .iter()
+            .filter(|e| {
+                e.path
+                    .strip_prefix("/memories/")
+                    .is_some_and(|n| !n.contains('/') && n.starts_with("_claude-memory-"))
+            })
+            .count()
+    } else {
+        0
+    };
     let summary = format!(
-        "{} and {}",
-        count(backup.file_count(), "file", "files"),
+        "{}{} and {}",
+        count(backup.file_count().saturating_sub(own), "file", "files"),
+        if encrypted {
+            " (encrypted, with the store's key record)"
+        } else {
+            ""
+        },
         count(
             backup.directory_count(),
             "empty directory",

@@ -6,15 +6,22 @@
 use std::path::{Path, PathBuf};
 
 use claude_memory::MemoryStore;
+use claude_memory::TenantId;
 use claude_memory::history::HistoryLog;
-use claude_memory::store::crypt::{EncryptedStore, Key, Keyring, LogSealer, Passphrase};
+use claude_memory::store::crypt::{
+    CryptError, EncryptedStore, Key, Keyring, LogSealer, Passphrase,
+};
 
 use crate::output::{Failure, Outcome, err, failed};
+use crate::store::Access;
 
-/// The keys the command line gives, if any.
+/// The keys the command line gives, if any: with `--tenant`, each
+/// tenant's own, derived from them (HKDF with the tenant id), so one
+/// tenant's directory copied over another's is refused at open.
 pub fn ring(
     key_files: &[PathBuf],
     passphrase_file: Option<&Path>,
+    tenant: Option<&TenantId>,
 ) -> Result<Option<Keyring>, Failure> {
     let mut ring: Option<Keyring> = None;
     for file in key_files {
@@ -31,14 +38,21 @@ pub fn ring(
             Some(r) => r.with_passphrase(pass),
         });
     }
-    Ok(ring)
+    Ok(match tenant {
+        Some(tenant) => ring.map(|r| r.for_tenant(tenant)),
+        None => ring,
+    })
 }
 
 /// The store, encrypted when keys are given, and how to seal its history
-/// log. An encrypted store opened without a key is refused.
+/// log. An encrypted store opened without a key is refused; a reading
+/// command (`access` Read) never makes a key record, so a mistyped store
+/// or tenant is said to be one instead of read as empty.
 pub fn wrap(
     store: Box<dyn MemoryStore>,
     ring: Option<&Keyring>,
+    access: Access,
+    tenant: Option<&TenantId>,
 ) -> Result<(Box<dyn MemoryStore>, Option<LogSealer>), Failure> {
     let Some(ring) = ring else {
         if claude_memory::store::crypt::is_encrypted(&store).map_err(failed)? {
@@ -48,7 +62,18 @@ pub fn wrap(
         }
         return Ok((store, None));
     };
-    let encrypted = EncryptedStore::open(store, ring.clone()).map_err(failed)?;
+    let opened = if access == Access::Read {
+        EncryptedStore::open_existing(store, ring.clone())
+    } else {
+        EncryptedStore::open(store, ring.clone())
+    };
+    let encrypted = opened.map_err(|e| match (e, tenant) {
+        (CryptError::Uninitialised, Some(tenant)) => Failure::Failed(format!(
+            "tenant {} has no encrypted memories here yet (no key record): nothing to read (is --tenant right?)",
+            tenant.as_str()
+        )),
+        (e, _) => failed(e),
+    })?;
     let sealer = LogSealer::new(&encrypted);
     Ok((Box::new(encrypted), Some(sealer)))
 }
@@ -102,7 +127,7 @@ pub fn raw(
 ) -> Result<Box<dyn MemoryStore>, Failure> {
     if let Some(ring) = ring {
         // Checks the key before exporting anything.
-        drop(EncryptedStore::open(&store, ring.clone()).map_err(failed)?);
+        drop(EncryptedStore::open_existing(&store, ring.clone()).map_err(failed)?);
     }
     Ok(store)
 }

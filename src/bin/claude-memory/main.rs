@@ -77,9 +77,14 @@ fn run(cli: Cli) -> Outcome {
     let tenant = store::tenant(cli.tenant.as_deref())?;
     let tenant = tenant.as_ref();
     let with_history = cli.history || history::exists(&spec, tenant);
-    let ring = crypt::ring(&cli.key_file, cli.passphrase_file.as_deref())?;
+    let ring = crypt::ring(&cli.key_file, cli.passphrase_file.as_deref(), tenant)?;
     let open = |access: Access| -> Result<Tool, Failure> {
-        let (mut store, sealer) = crypt::wrap(store::open(&spec, tenant, access)?, ring.as_ref())?;
+        let (mut store, sealer) = crypt::wrap(
+            store::open(&spec, tenant, access)?,
+            ring.as_ref(),
+            access,
+            tenant,
+        )?;
         if with_history && access != Access::Read {
             store = Box::new(history::open(
                 &spec,
@@ -95,7 +100,12 @@ fn run(cli: Cli) -> Outcome {
     // The history commands never start a history: on a store without one
     // they say so (a restore would otherwise take every file for new).
     let open_history = |access: Access| {
-        let (store, sealer) = crypt::wrap(store::open(&spec, tenant, access)?, ring.as_ref())?;
+        let (store, sealer) = crypt::wrap(
+            store::open(&spec, tenant, access)?,
+            ring.as_ref(),
+            access,
+            tenant,
+        )?;
         history::open(&spec, tenant, store, access, false, sealer.as_ref())
     };
     match cli.command {
@@ -109,6 +119,7 @@ fn run(cli: Cli) -> Outcome {
             backup::export(
                 &MemoryTool::with_config(raw, config.clone()),
                 output.as_deref(),
+                true,
             )
         }
         Command::Serve => {
@@ -121,8 +132,12 @@ fn run(cli: Cli) -> Outcome {
             )
         }
         Command::Mcp(args) => {
-            let (mut store, sealer) =
-                crypt::wrap(store::open(&spec, tenant, Access::Create)?, ring.as_ref())?;
+            let (mut store, sealer) = crypt::wrap(
+                store::open(&spec, tenant, Access::Create)?,
+                ring.as_ref(),
+                Access::Create,
+                tenant,
+            )?;
             if with_history {
                 store = Box::new(
                     history::open(&spec, tenant, store, Access::Create, true, sealer.as_ref())?
@@ -132,7 +147,9 @@ fn run(cli: Cli) -> Outcome {
             mcp::run(store, config.clone(), args)
         }
         Command::View { path, range } => view::view(&open(Access::Read)?, &path, range),
-        Command::Export { output, .. } => backup::export(&open(Access::Read)?, output.as_deref()),
+        Command::Export { output, .. } => {
+            backup::export(&open(Access::Read)?, output.as_deref(), false)
+        }
         Command::Import { file, overwrite } => {
             // Read and check first: a mistyped or unusable backup file
             // creates no store.

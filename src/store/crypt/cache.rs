@@ -14,7 +14,7 @@
 //! handles them; nothing of it is ever written anywhere.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::path::MemoryPath;
 
@@ -25,7 +25,8 @@ pub(crate) const MAX_ENTRIES: usize = 4096;
 /// -> plaintext name).
 #[derive(Default)]
 pub(crate) struct NameMemo {
-    paths: Mutex<HashMap<String, MemoryPath>>,
+    /// Shared, so a hit costs a reference count, not a copy of the path.
+    paths: Mutex<HashMap<String, Arc<MemoryPath>>>,
     names: Mutex<Names>,
 }
 
@@ -36,11 +37,11 @@ struct Names {
 }
 
 impl NameMemo {
-    pub(crate) fn path(&self, plain: &str) -> Option<MemoryPath> {
+    pub(crate) fn path(&self, plain: &str) -> Option<Arc<MemoryPath>> {
         lock(&self.paths).get(plain).cloned()
     }
 
-    pub(crate) fn put_path(&self, plain: String, stored: MemoryPath) {
+    pub(crate) fn put_path(&self, plain: String, stored: Arc<MemoryPath>) {
         let mut map = lock(&self.paths);
         if map.len() >= MAX_ENTRIES {
             map.clear();

@@ -128,26 +128,10 @@ impl Key {
     pub fn from_file(path: impl AsRef<Path>) -> Result<Key, CryptError> {
         let path = path.as_ref();
         let shown = path.display().to_string();
-        let meta = std::fs::metadata(path).map_err(|e| CryptError::KeyFile {
+        let meta = secret_file(path).map_err(|reason| CryptError::KeyFile {
             path: shown.clone(),
-            reason: match e.kind() {
-                std::io::ErrorKind::NotFound => "it does not exist".to_owned(),
-                _ => format!("it cannot be read ({e})"),
-            },
+            reason,
         })?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = meta.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                return Err(CryptError::KeyFile {
-                    path: shown,
-                    reason: format!(
-                        "its mode is {mode:04o}: group and others must have no access (chmod 600 it)"
-                    ),
-                });
-            }
-        }
         if !meta.is_file() || meta.len() != KEY_BYTES as u64 {
             return Err(CryptError::KeyFile {
                 path: shown,
@@ -183,7 +167,15 @@ impl Key {
             path: path.display().to_string(),
             reason: format!("it cannot be created ({e})"),
         };
-        let mut file = options.open(path).map_err(fail)?;
+        let mut file = options.open(path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                CryptError::KeyFileExists {
+                    path: path.display().to_string(),
+                }
+            } else {
+                fail(e)
+            }
+        })?;
         file.write_all(&key.bytes[..]).map_err(fail)?;
         file.sync_all().map_err(fail)?;
         Ok(key)
@@ -192,6 +184,27 @@ impl Key {
 
 /// HKDF-SHA256 expand of `ikm` for `info` into `out` (at most 255 × 32
 /// bytes, far above any use here).
+/// Checks a file that holds a secret (a key or a passphrase) before it
+/// is read: it exists, and (on Unix) group and others have no access. The
+/// reason, for the caller's error, if not.
+pub(crate) fn secret_file(path: &Path) -> Result<std::fs::Metadata, String> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "it does not exist".to_owned(),
+        _ => format!("it cannot be read ({e})"),
+    })?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(format!(
+                "its mode is {mode:04o}: group and others must have no access (chmod 600 it)"
+            ));
+        }
+    }
+    Ok(meta)
+}
+
 fn derive_into(ikm: &[u8], info: &[u8], out: &mut [u8]) {
     let hk = Hkdf::<Sha256>::new(Some(b"claude-memory"), ikm);
     // Only fails for outputs over 8160 bytes; every caller asks for <= 64.
@@ -204,7 +217,9 @@ fn derive_into(ikm: &[u8], info: &[u8], out: &mut [u8]) {
 #[derive(Debug, Clone)]
 pub(crate) enum KeySource {
     Key(Key),
-    Passphrase(Passphrase),
+    /// A passphrase, and the tenants whose keys are then derived from
+    /// the key it gives (in order; empty for none).
+    Passphrase(Passphrase, Vec<crate::TenantId>),
 }
 
 /// The keys a store is opened with: the first is the **primary**, which
@@ -230,7 +245,7 @@ impl Keyring {
     /// the salt and parameters the store keeps).
     pub fn from_passphrase(passphrase: Passphrase) -> Keyring {
         Keyring {
-            sources: vec![KeySource::Passphrase(passphrase)],
+            sources: vec![KeySource::Passphrase(passphrase, Vec::new())],
             kdf_costs: None,
         }
     }
@@ -243,13 +258,16 @@ impl Keyring {
 
     /// Adds an older passphrase, still accepted for reading.
     pub fn with_passphrase(mut self, passphrase: Passphrase) -> Keyring {
-        self.sources.push(KeySource::Passphrase(passphrase));
+        self.sources
+            .push(KeySource::Passphrase(passphrase, Vec::new()));
         self
     }
 
     /// The ring for one tenant: every key derived for it
-    /// ([`Key::for_tenant`]). Passphrases are kept as they are (a
-    /// tenant's store has its own salt, so its keys differ anyway).
+    /// ([`Key::for_tenant`]), a passphrase's once Argon2id has made it (a
+    /// tenant's store has its own salt too, but a salt travels with a
+    /// copied key record: the derivation is what makes one tenant's
+    /// whole directory, copied over another's, refused at open).
     pub fn for_tenant(&self, tenant: &crate::TenantId) -> Keyring {
         Keyring {
             sources: self
@@ -257,7 +275,11 @@ impl Keyring {
                 .iter()
                 .map(|s| match s {
                     KeySource::Key(k) => KeySource::Key(k.for_tenant(tenant)),
-                    KeySource::Passphrase(p) => KeySource::Passphrase(p.clone()),
+                    KeySource::Passphrase(p, tenants) => {
+                        let mut tenants = tenants.clone();
+                        tenants.push(tenant.clone());
+                        KeySource::Passphrase(p.clone(), tenants)
+                    }
                 })
                 .collect(),
             kdf_costs: self.kdf_costs,

@@ -21,9 +21,12 @@ pub mod key;
 mod log;
 mod moves;
 mod names;
+mod outer;
 pub mod passphrase;
+mod read;
 mod record;
 mod rekey;
+mod rotation;
 mod seal;
 mod store;
 
@@ -31,6 +34,7 @@ pub use key::{KEY_BYTES, Key, KeyId, Keyring};
 pub use log::{LogSealer, SealedLog};
 pub use names::MAX_NAME_BYTES;
 pub use passphrase::{KdfParams, Passphrase};
+pub use read::MAX_FILE_BYTES;
 pub use rekey::RekeyReport;
 pub use seal::OVERHEAD;
 pub use store::{EncryptedStore, is_encrypted};
@@ -51,6 +55,25 @@ pub enum CryptError {
         path: String,
         /// Why.
         reason: String,
+    },
+    /// A passphrase file that cannot be used (held to a key file's rules:
+    /// a regular file, no group or other access, at most
+    /// [`passphrase::MAX_FILE_BYTES`]).
+    #[error("the passphrase file {path} cannot be used: {reason}")]
+    PassphraseFile {
+        /// The host path as given.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// `keygen` over a file that exists: a key file is never replaced
+    /// (the key in it may be the only one that opens a store).
+    #[error(
+        "refusing to overwrite {path}: it already exists (a key file is never replaced; give a new name)"
+    )]
+    KeyFileExists {
+        /// The host path as given.
+        path: String,
     },
     /// None of the keys given is one the store was encrypted with.
     #[error(
@@ -82,6 +105,25 @@ pub enum CryptError {
         "the store already holds unencrypted files: encrypt into an empty store (export, then import with a key)"
     )]
     NotEmpty,
+    /// Encryption was asked for over a store whose directories hold
+    /// encrypted stores' key records: the base of per-tenant stores,
+    /// opened without naming the tenant.
+    #[error(
+        "this store holds other encrypted stores in its directories (a base of tenants' stores): open one tenant's store (with the CLI, --tenant is probably missing)"
+    )]
+    TenantBase,
+    /// A read-only open of a store that has no key record yet (an
+    /// encrypted store that was never written, such as a tenant with no
+    /// memories): nothing can be read, and the record cannot be made.
+    #[error(
+        "no encrypted store here yet (no key record): nothing to read; it is made by the first write (with the CLI, check --store and --tenant)"
+    )]
+    Uninitialised,
+    /// Another process is rotating this store to another key, or has
+    /// retired the key this process writes with: writing now would seal
+    /// a file under a key the store is dropping.
+    #[error("the store's keys were rotated by another process (rekey): reopen it with the new key")]
+    Rotated,
     /// The wrapped store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -63,15 +63,27 @@ impl<S: MemoryStore> EncryptedStore<S> {
         }
         StoreError::check_depth(from, to, below)?;
         let journal = self.write_journal(from, to)?;
-        if let Err(e) = self.move_tree(from, to, WriteMode::Create) {
-            // All or nothing (SPEC §7): a move that failed part way (a
+        if let Err(e) = self.copy_tree(from, to, WriteMode::Create) {
+            // All or nothing (SPEC §7): a copy that failed part way (a
             // full disk, a store gone away) is undone. `to` did not exist
-            // before, and the source goes last, so removing `to` restores
-            // the store. If even that fails, the journal stays and the
-            // next open finishes the move instead, as after a kill.
+            // before, and nothing of the source is touched yet, so
+            // removing `to` restores the store. If even that fails, the
+            // journal stays and the next open finishes the move instead,
+            // as after a kill.
             if matches!(self.delete(to), Ok(()) | Err(StoreError::NotFound { .. })) {
                 let _ = self.inner().delete(&journal);
             }
+            return Err(e);
+        }
+        // The copy is whole. From here the move is only ever finished,
+        // never undone: a delete of the source that failed may have
+        // removed part of it (a tree half deleted) or all of it (an
+        // unlink whose directory sync failed), and removing the copy then
+        // would lose those files from both places.
+        if let Err(e) = self.delete_source(from)
+            && !matches!(self.stat(from), Ok(None))
+        {
+            // The journal stays: the next open finishes the move.
             return Err(e);
         }
         self.inner()
@@ -111,8 +123,9 @@ impl<S: MemoryStore> EncryptedStore<S> {
     }
 
     /// Copies every file below `from` (or `from` itself) to the same place
-    /// below `to`, re-sealed, moves empty directories, then deletes `from`.
-    fn move_tree(&self, from: &MemoryPath, to: &MemoryPath, mode: WriteMode) -> StoreResult<()> {
+    /// below `to`, re-sealed, and moves empty directories; `from`'s files
+    /// stay.
+    fn copy_tree(&self, from: &MemoryPath, to: &MemoryPath, mode: WriteMode) -> StoreResult<()> {
         let Some(meta) = self.stat(from)? else {
             return Ok(());
         };
@@ -154,7 +167,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
         }
         for file in &files {
             let Some(dest) = map(file) else { continue };
-            let content = self.read(file, u64::MAX)?;
+            let content = self.read(file, super::read::MAX_FILE_BYTES)?;
             match self.write(&dest, &content.data, mode) {
                 Err(StoreError::AlreadyExists { .. }) if mode == WriteMode::Create => {
                     self.write(&dest, &content.data, WriteMode::Overwrite)?;
@@ -176,6 +189,11 @@ impl<S: MemoryStore> EncryptedStore<S> {
                 .rename(&es, &ed)
                 .map_err(|e| self.outer(e, &[(&es, dir), (&ed, &dest)]))?;
         }
+        Ok(())
+    }
+
+    /// The last step of a move: the source goes (already gone is done).
+    fn delete_source(&self, from: &MemoryPath) -> StoreResult<()> {
         match self.delete(from) {
             Ok(()) | Err(StoreError::NotFound { .. }) => Ok(()),
             Err(e) => Err(e),
@@ -236,7 +254,8 @@ impl<S: MemoryStore> EncryptedStore<S> {
             ) else {
                 return Err(CryptError::Record("a move journal names an invalid path"));
             };
-            self.move_tree(&from, &to, WriteMode::Overwrite)
+            self.copy_tree(&from, &to, WriteMode::Overwrite)
+                .and_then(|()| self.delete_source(&from))
                 .map_err(CryptError::Store)?;
             match self.inner().delete(&path) {
                 Ok(()) | Err(StoreError::NotFound { .. }) => {}

@@ -21,6 +21,9 @@ impl fmt::Debug for Passphrase {
     }
 }
 
+/// The largest passphrase file read (its first line is the passphrase).
+pub const MAX_FILE_BYTES: u64 = 4096;
+
 impl Passphrase {
     /// Wraps a passphrase. An empty one is refused when the store opens.
     pub fn new(text: impl Into<String>) -> Passphrase {
@@ -29,18 +32,34 @@ impl Passphrase {
 
     /// Reads a passphrase file: its first line, without the line ending
     /// (so `echo secret > file` works).
+    ///
+    /// Held to a key file's rules: a regular file (not a FIFO or a device,
+    /// which could block or never end) of at most [`MAX_FILE_BYTES`], with
+    /// no group or other access.
     pub fn from_file(path: impl AsRef<std::path::Path>) -> Result<Passphrase, CryptError> {
+        use std::io::Read;
         let path = path.as_ref();
+        let fail = |reason: String| CryptError::PassphraseFile {
+            path: path.display().to_string(),
+            reason,
+        };
+        let meta = super::key::secret_file(path).map_err(fail)?;
+        if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+            return Err(fail(format!(
+                "a passphrase file is a regular file of at most {MAX_FILE_BYTES} bytes"
+            )));
+        }
+        let mut bytes = Zeroizing::new(Vec::new());
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(|e| fail(format!("it cannot be read ({e})")))?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(fail(format!(
+                "a passphrase file is a regular file of at most {MAX_FILE_BYTES} bytes"
+            )));
+        }
         let text =
-            Zeroizing::new(
-                std::fs::read_to_string(path).map_err(|e| CryptError::KeyFile {
-                    path: path.display().to_string(),
-                    reason: match e.kind() {
-                        std::io::ErrorKind::NotFound => "it does not exist".to_owned(),
-                        _ => format!("it cannot be read as text ({e})"),
-                    },
-                })?,
-            );
+            std::str::from_utf8(&bytes).map_err(|_| fail("it is not UTF-8 text".to_owned()))?;
         let line = text.lines().next().unwrap_or("");
         Ok(Passphrase::new(line))
     }

@@ -16,7 +16,7 @@ use super::names::NameCipher;
 use super::passphrase::KdfParams;
 use super::seal::Sealer;
 use crate::path::MemoryPath;
-use crate::store::{MemoryStore, StoreError, Version, WriteMode};
+use crate::store::{EntryKind, MemoryStore, StoreError, Version, WriteMode};
 
 /// The record's name in the wrapped store's root.
 pub(crate) const RECORD_NAME: &str = "_claude-memory-keys";
@@ -93,17 +93,26 @@ pub(crate) fn write<S: MemoryStore + ?Sized>(
         .map_err(CryptError::Store)
 }
 
-/// Opens (or, for an empty store, creates) the record with `ring`.
+/// Opens (or, for an empty store when `create` is set, creates) the
+/// record with `ring`.
 pub(crate) fn open<S: MemoryStore + ?Sized>(
     inner: &S,
     ring: &Keyring,
+    create: bool,
 ) -> Result<Opened, CryptError> {
     if ring.is_empty() {
         return Err(CryptError::NoKey);
     }
     for _ in 0..8 {
         let Some((mut record, version)) = read(inner)? else {
-            match create(inner, ring) {
+            if !create {
+                return Err(if tenant_base(inner)? {
+                    CryptError::TenantBase
+                } else {
+                    CryptError::Uninitialised
+                });
+            }
+            match make(inner, ring) {
                 Err(CryptError::Store(StoreError::AlreadyExists { .. })) => continue,
                 other => return other,
             }
@@ -111,7 +120,7 @@ pub(crate) fn open<S: MemoryStore + ?Sized>(
         let has_passphrase = ring
             .sources
             .iter()
-            .any(|s| matches!(s, KeySource::Passphrase(_)));
+            .any(|s| matches!(s, KeySource::Passphrase(..)));
         let mut changed = false;
         if has_passphrase && record.kdf.is_none() {
             record.kdf = Some(new_kdf(ring)?);
@@ -143,18 +152,22 @@ pub(crate) fn open<S: MemoryStore + ?Sized>(
 
 /// A new store's record: refused over a store that already holds files
 /// (they would be plaintext next to encrypted ones).
-fn create<S: MemoryStore + ?Sized>(inner: &S, ring: &Keyring) -> Result<Opened, CryptError> {
+fn make<S: MemoryStore + ?Sized>(inner: &S, ring: &Keyring) -> Result<Opened, CryptError> {
     if !inner
         .list(&MemoryPath::root())
         .map_err(CryptError::Store)?
         .is_empty()
     {
-        return Err(CryptError::NotEmpty);
+        return Err(if tenant_base(inner)? {
+            CryptError::TenantBase
+        } else {
+            CryptError::NotEmpty
+        });
     }
     let has_passphrase = ring
         .sources
         .iter()
-        .any(|s| matches!(s, KeySource::Passphrase(_)));
+        .any(|s| matches!(s, KeySource::Passphrase(..)));
     let kdf = if has_passphrase {
         Some(new_kdf(ring)?)
     } else {
@@ -178,6 +191,21 @@ fn create<S: MemoryStore + ?Sized>(inner: &S, ring: &Keyring) -> Result<Opened, 
     })
 }
 
+/// Whether `inner` looks like a base of tenants' encrypted stores: a
+/// directory of its root holds a key record (the tenant was probably not
+/// named). Only asked on the way to an error.
+fn tenant_base<S: MemoryStore + ?Sized>(inner: &S) -> Result<bool, CryptError> {
+    let root = MemoryPath::root();
+    let entries = inner.list(&root).map_err(CryptError::Store)?;
+    Ok(entries.iter().any(|e| {
+        e.kind == EntryKind::Directory
+            && root
+                .join(&e.name)
+                .and_then(|d| d.join(RECORD_NAME))
+                .is_some_and(|p| matches!(inner.stat(&p), Ok(Some(_))))
+    }))
+}
+
 fn new_kdf(ring: &Keyring) -> Result<KdfParams, CryptError> {
     match ring.kdf_costs {
         Some((m, t, p)) => KdfParams::generate_with(m, t, p),
@@ -191,9 +219,12 @@ fn resolve(ring: &Keyring, kdf: Option<&KdfParams>) -> Result<Vec<Key>, CryptErr
         .iter()
         .map(|s| match s {
             KeySource::Key(k) => Ok(k.clone()),
-            KeySource::Passphrase(p) => p.derive(kdf.ok_or(CryptError::Record(
-                "the key record has no Argon2id parameters",
-            ))?),
+            KeySource::Passphrase(p, tenants) => {
+                let key = p.derive(kdf.ok_or(CryptError::Record(
+                    "the key record has no Argon2id parameters",
+                ))?)?;
+                Ok(tenants.iter().fold(key, |k, t| k.for_tenant(t)))
+            }
         })
         .collect()
 }

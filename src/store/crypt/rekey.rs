@@ -42,21 +42,40 @@ impl<S: MemoryStore> EncryptedStore<S> {
         rec.rekey_to = Some(primary.to_hex());
         record::write(self.inner(), &rec, WriteMode::Update(version))?;
         let mut report = RekeyReport::default();
-        let mut files = Vec::new();
-        walk(self, &MemoryPath::root(), Order::AsListed, &mut |step| {
-            if let Step::File { dir, entry, .. } = step
-                && let Some(p) = dir.join(&entry.name)
-            {
-                files.push(p);
+        // A second pass finds what a writer that opened the store before
+        // `rekey_to` was set wrote behind the first (writers check the
+        // record before each write, see `rotation`); it re-seals nothing
+        // otherwise, and the keys are retired only after a pass that
+        // found every file under the primary.
+        let mut clean = false;
+        for pass in 0..4 {
+            let mut files = Vec::new();
+            walk(self, &MemoryPath::root(), Order::AsListed, &mut |step| {
+                if let Step::File { dir, entry, .. } = step
+                    && let Some(p) = dir.join(&entry.name)
+                {
+                    files.push(p);
+                }
+                Ok(Flow::Continue)
+            })?;
+            let mut resealed = 0;
+            for file in files {
+                if self.reseal(&file, primary)? {
+                    resealed += 1;
+                } else if pass == 0 {
+                    report.already += 1;
+                }
             }
-            Ok(Flow::Continue)
-        })?;
-        for file in files {
-            if self.reseal(&file, primary)? {
-                report.resealed += 1;
-            } else {
-                report.already += 1;
+            report.resealed += resealed;
+            if pass > 0 && resealed == 0 {
+                clean = true;
+                break;
             }
+        }
+        if !clean {
+            return Err(CryptError::Record(
+                "files kept appearing under other keys while the store was rekeyed: stop the other writers, then run rekey again",
+            ));
         }
         let (mut rec, version) = self.record()?;
         let hex = primary.to_hex();
@@ -79,7 +98,10 @@ impl<S: MemoryStore> EncryptedStore<S> {
             return Ok(false);
         };
         for _ in 0..crate::store::UPDATE_ATTEMPTS {
-            let stored = match self.inner().read(&ep, u64::MAX) {
+            let stored = match self
+                .inner()
+                .read(&ep, super::read::MAX_FILE_BYTES + super::OVERHEAD)
+            {
                 Ok(f) => f,
                 Err(StoreError::NotFound { .. }) => return Ok(false),
                 Err(e) => return Err(CryptError::Store(self.outer(e, &[(&ep, path)]))),

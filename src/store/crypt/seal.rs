@@ -20,7 +20,7 @@ use super::key::{KEY_ID_BYTES, Key, KeyId};
 const FORMAT: u8 = 1;
 const NONCE_BYTES: usize = 24;
 const TAG_BYTES: usize = 16;
-const HEADER: usize = 1 + KEY_ID_BYTES + NONCE_BYTES;
+pub(crate) const HEADER: usize = 1 + KEY_ID_BYTES + NONCE_BYTES;
 /// Bytes a seal adds to its plaintext.
 pub const OVERHEAD: u64 = (HEADER + TAG_BYTES) as u64;
 
@@ -95,6 +95,15 @@ impl Sealer {
     /// plaintext, with no second buffer (a view's whole cost beyond the
     /// read is this one pass over the file).
     pub(crate) fn open_owned(&self, mut sealed: Vec<u8>, context: &[u8]) -> Option<Vec<u8>> {
+        self.open_in_place(&mut sealed, context)?;
+        sealed.drain(..HEADER);
+        Some(sealed)
+    }
+
+    /// [`open`](Self::open) in place, the header left in front: on
+    /// success `sealed[HEADER..]` is the plaintext (the tag cut off), so a
+    /// reader can start there without moving the bytes.
+    pub(crate) fn open_in_place(&self, sealed: &mut Vec<u8>, context: &[u8]) -> Option<()> {
         if sealed.len() < OVERHEAD as usize || sealed[0] != FORMAT {
             return None;
         }
@@ -106,8 +115,7 @@ impl Sealer {
             .decrypt_in_place_detached(nonce, &aad, body, (&*tag).into())
             .ok()?;
         sealed.truncate(sealed.len() - TAG_BYTES);
-        sealed.drain(..HEADER);
-        Some(sealed)
+        Some(())
     }
 }
 
@@ -117,10 +125,49 @@ pub(crate) fn key_id_of(sealed: &[u8]) -> Option<KeyId> {
     Some(KeyId(id.try_into().ok()?))
 }
 
-fn associated(header: &[u8], context: &[u8]) -> Vec<u8> {
-    let mut aad = Vec::with_capacity(24 + header.len() + context.len());
-    aad.extend_from_slice(b"claude-memory seal v1\0");
-    aad.extend_from_slice(header);
-    aad.extend_from_slice(context);
-    aad
+const AAD_PREFIX: &[u8] = b"claude-memory seal v1\0";
+
+/// The associated data: the prefix, the header, the context. On the
+/// stack when it fits (every path up to a few hundred bytes), so opening
+/// a file allocates nothing for it; `heap` (empty, so unallocated,
+/// otherwise) holds a longer one.
+struct Associated {
+    stack: [u8; STACK_AAD],
+    len: usize,
+    heap: Vec<u8>,
+}
+
+const STACK_AAD: usize = 320;
+
+impl std::ops::Deref for Associated {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        if self.heap.is_empty() {
+            &self.stack[..self.len]
+        } else {
+            &self.heap
+        }
+    }
+}
+
+fn associated(header: &[u8], context: &[u8]) -> Associated {
+    let len = AAD_PREFIX.len() + header.len() + context.len();
+    let mut out = Associated {
+        stack: [0u8; STACK_AAD],
+        len,
+        heap: Vec::new(),
+    };
+    if len <= STACK_AAD {
+        let (a, rest) = out.stack.split_at_mut(AAD_PREFIX.len());
+        a.copy_from_slice(AAD_PREFIX);
+        let (b, rest) = rest.split_at_mut(header.len());
+        b.copy_from_slice(header);
+        rest[..context.len()].copy_from_slice(context);
+    } else {
+        out.heap.reserve_exact(len);
+        out.heap.extend_from_slice(AAD_PREFIX);
+        out.heap.extend_from_slice(header);
+        out.heap.extend_from_slice(context);
+    }
+    out
 }

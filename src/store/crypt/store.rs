@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::CryptError;
 use super::key::Keyring;
 use super::names::{NameCipher, TOO_LONG};
+use super::read::{MAX_FILE_BYTES, check_len, normalized};
 use super::record::{self, CONTROL_PREFIX, Record};
 use super::seal::{self, OVERHEAD, Sealer};
 use crate::path::MemoryPath;
@@ -46,6 +47,8 @@ pub(crate) struct Keys {
     /// Serialises this process's size-capped writes (the cap's check is
     /// also conditional in the wrapped store, see `write_within`).
     quota: Mutex<()>,
+    /// What the last rotation check saw of the key record.
+    pub(crate) record_seen: Mutex<super::rotation::Seen>,
 }
 
 impl<S: Clone> Clone for EncryptedStore<S> {
@@ -75,17 +78,37 @@ impl<S: MemoryStore> EncryptedStore<S> {
     /// before any file is read. A move an earlier process left half done
     /// is finished first.
     pub fn open(inner: S, ring: Keyring) -> Result<Self, CryptError> {
-        let opened = record::open(&inner, &ring)?;
+        Self::open_with(inner, ring, true)
+    }
+
+    /// [`open`](Self::open), but only a store that already has its key
+    /// record: a store never written is [`CryptError::Uninitialised`]
+    /// instead of getting a record. For readers (a read-only store could
+    /// not write the record, and a reader of a mistyped path or tenant
+    /// should hear so, not get an empty store). A move left half done is
+    /// not finished here (that needs writing), but by the next `open`.
+    pub fn open_existing(inner: S, ring: Keyring) -> Result<Self, CryptError> {
+        Self::open_with(inner, ring, false)
+    }
+
+    fn open_with(inner: S, ring: Keyring, create: bool) -> Result<Self, CryptError> {
+        let opened = record::open(&inner, &ring, create)?;
         let store = EncryptedStore {
             inner,
             keys: Arc::new(Keys {
                 sealers: opened.sealers,
                 names: opened.names,
                 quota: Mutex::new(()),
+                record_seen: Mutex::new(None),
             }),
         };
         store.check_names()?;
-        store.recover_moves()?;
+        // A reader (which may hold the store read-only) leaves a move
+        // another process left half done to the next writer: it sees the
+        // entries where they are, and is not refused for it.
+        if create {
+            store.recover_moves()?;
+        }
         Ok(store)
     }
 
@@ -131,13 +154,18 @@ impl<S: MemoryStore> EncryptedStore<S> {
     }
 
     /// The stored path of `path`; `None` if a name is too long to exist.
+    pub(crate) fn enc(&self, path: &MemoryPath) -> Option<MemoryPath> {
+        self.enc_shared(path, &normalized(path))
+            .map(|p| MemoryPath::clone(&p))
+    }
+
+    /// [`enc`](Self::enc), shared, for `path`'s normalised form `key`.
     ///
     /// Remembered per path (see `cache`): a hit is one lookup instead of
-    /// one AES-SIV and one path check per component.
-    pub(crate) fn enc(&self, path: &MemoryPath) -> Option<MemoryPath> {
+    /// one AES-SIV and one path check per component, and no copy.
+    pub(crate) fn enc_shared(&self, path: &MemoryPath, key: &str) -> Option<Arc<MemoryPath>> {
         let memo = &self.keys.names.memo;
-        let key = path.normalized();
-        if let Some(stored) = memo.path(&key) {
+        if let Some(stored) = memo.path(key) {
             return Some(stored);
         }
         let mut plain = MemoryPath::root();
@@ -147,7 +175,8 @@ impl<S: MemoryStore> EncryptedStore<S> {
             stored = stored.join(&e)?;
             plain = plain.join(name)?;
         }
-        memo.put_path(key, stored.clone());
+        let stored = Arc::new(stored);
+        memo.put_path(key.to_owned(), Arc::clone(&stored));
         Some(stored)
     }
 
@@ -205,93 +234,6 @@ impl<S: MemoryStore> EncryptedStore<S> {
         }
     }
 
-    /// Rewrites the wrapped store's (encrypted) paths in `error` to the
-    /// plaintext ones: each is `pairs`' plaintext path or its ancestor.
-    pub(crate) fn outer(
-        &self,
-        error: StoreError,
-        pairs: &[(&MemoryPath, &MemoryPath)],
-    ) -> StoreError {
-        let map = |p: MemoryPath| -> MemoryPath {
-            let n = p.components().len();
-            for (stored, plain) in pairs {
-                if stored.components().len() >= n && stored.components()[..n] == p.components()[..]
-                {
-                    return plain
-                        .ancestors()
-                        .find(|a| a.components().len() == n)
-                        .unwrap_or_else(|| (*plain).clone());
-                }
-            }
-            pairs
-                .first()
-                .map(|(_, plain)| (*plain).clone())
-                .unwrap_or_else(MemoryPath::root)
-        };
-        match error {
-            StoreError::NotFound { path } => StoreError::NotFound { path: map(path) },
-            StoreError::AlreadyExists { path } => StoreError::AlreadyExists { path: map(path) },
-            StoreError::IsADirectory { path } => StoreError::IsADirectory { path: map(path) },
-            StoreError::NotADirectory { path } => StoreError::NotADirectory { path: map(path) },
-            StoreError::ParentNotDirectory { path, parent } => StoreError::ParentNotDirectory {
-                path: map(path),
-                parent: map(parent),
-            },
-            StoreError::Conflict { path } => StoreError::Conflict { path: map(path) },
-            StoreError::Symlink { path } => StoreError::Symlink { path: map(path) },
-            StoreError::TooLarge { path, len } => StoreError::TooLarge {
-                path: map(path),
-                len: len.saturating_sub(OVERHEAD),
-            },
-            StoreError::HardLink { path } => StoreError::HardLink { path: map(path) },
-            StoreError::Invalid { path, reason } => StoreError::Invalid {
-                path: map(path),
-                reason,
-            },
-            StoreError::UnsupportedName { path, reason } => StoreError::UnsupportedName {
-                path: map(path),
-                reason,
-            },
-            StoreError::PathTooLong { path, limit } => StoreError::PathTooLong {
-                path: map(path),
-                limit,
-            },
-            StoreError::StoreFull { path, total, limit } => StoreError::StoreFull {
-                path: map(path),
-                total,
-                limit,
-            },
-            StoreError::Io { op, path, source } => StoreError::Io {
-                op,
-                path: map(path),
-                source,
-            },
-            StoreError::Backend { path, source } => StoreError::Backend {
-                path: map(path),
-                source,
-            },
-            StoreError::Unreachable {
-                path,
-                cause,
-                source,
-            } => StoreError::Unreachable {
-                path: map(path),
-                cause,
-                source,
-            },
-            StoreError::OutcomeUnknown {
-                path,
-                cause,
-                source,
-            } => StoreError::OutcomeUnknown {
-                path: map(path),
-                cause,
-                source,
-            },
-            StoreError::Integrity { path } => StoreError::Integrity { path: map(path) },
-        }
-    }
-
     fn plain_meta(meta: Metadata) -> Metadata {
         match meta.kind {
             EntryKind::File => Metadata {
@@ -310,7 +252,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
         };
         let file = self
             .inner
-            .read(&ep, limit.saturating_add(OVERHEAD))
+            .read(&ep, limit.min(MAX_FILE_BYTES).saturating_add(OVERHEAD))
             .map_err(|e| self.outer(e, &[(&ep, path)]))?;
         let id = seal::key_id_of(&file.data);
         let data = self
@@ -352,16 +294,35 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
     }
 
     /// Reads the file whole to check its tag before a byte is shown (an
-    /// AEAD opens all or nothing), then streams the plaintext.
+    /// AEAD opens all or nothing), then streams the plaintext. The file is
+    /// opened as the wrapped store opens it (its fast path, one `fstat`
+    /// for the length) and read in one pass into a buffer of exactly that
+    /// length, which is then decrypted in place: no second read, stat or
+    /// copy. A stored file over [`MAX_FILE_BYTES`] (planted: no write
+    /// makes one) is refused before any of it is read.
     fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
-        let file = self.read_plain(path, u64::MAX)?;
+        let key = normalized(path);
+        let Some(ep) = self.enc_shared(path, &key) else {
+            return Err(StoreError::NotFound { path: path.clone() });
+        };
+        let file = self
+            .inner
+            .open(&ep)
+            .map_err(|e| self.outer(e, &[(&*ep, path)]))?;
+        let data = self.read_sealed(path, &key, file)?;
+        // The plaintext starts after the seal's header: read from there
+        // instead of moving it.
+        let mut reader = std::io::Cursor::new(data);
+        reader.set_position(seal::HEADER as u64);
         Ok(FileReader {
-            len: file.data.len() as u64,
-            reader: Box::new(std::io::Cursor::new(file.data)),
+            len: (reader.get_ref().len() - seal::HEADER) as u64,
+            reader: Box::new(reader),
         })
     }
 
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        check_len(path, data)?;
+        self.check_rotation(path)?;
         let ep = self.enc_new(path)?;
         let sealed = self.seal(path, data)?;
         self.inner
@@ -433,6 +394,7 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         let Some(ep) = self.enc(path) else {
             return Err(StoreError::NotFound { path: path.clone() });
         };
+        self.check_rotation(path)?;
         let mut failure: Option<StoreError> = None;
         let mut written: Option<Vec<u8>> = None;
         let result = self
@@ -497,6 +459,8 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         mode: WriteMode,
         quota: Quota<'_>,
     ) -> StoreResult<Version> {
+        check_len(path, data)?;
+        self.check_rotation(path)?;
         let ep = self.enc_new(path)?;
         let escope = self.enc_new(quota.scope)?;
         let _serial = self
