@@ -12,7 +12,7 @@ use claude_memory::store::crypt::{
     CryptError, EncryptedStore, Key, Keyring, LogSealer, Passphrase,
 };
 
-use crate::output::{Failure, Outcome, err, failed};
+use crate::output::{Failure, Outcome, count, err, failed};
 use crate::store::Access;
 
 /// The keys the command line gives, if any: with `--tenant`, each
@@ -107,8 +107,12 @@ pub fn rekey(store: Box<dyn MemoryStore>, ring: Option<&Keyring>) -> Outcome {
     let encrypted = EncryptedStore::open(store, ring.clone()).map_err(failed)?;
     let report = encrypted.rekey().map_err(failed)?;
     err(format_args!(
-        "re-encrypted {} files ({} already under the new key); retired keys: {}",
-        report.resealed,
+        "re-encrypted {} ({} already under the new key); retired keys: {}",
+        count(
+            usize::try_from(report.resealed).unwrap_or(usize::MAX),
+            "file",
+            "files"
+        ),
         report.already,
         if report.retired.is_empty() {
             "none".to_owned()
