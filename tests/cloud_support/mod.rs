@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use claude_memory::CloudStore;
 use claude_memory::object_store::ObjectStore;
-use claude_memory::object_store::aws::AmazonS3Builder;
+use claude_memory::object_store::aws::{AmazonS3Builder, S3CopyIfNotExists};
 use claude_memory::object_store::azure::MicrosoftAzureBuilder;
 
 /// The bucket (S3) and container (Azure) `.ci/cloud.sh` creates.
@@ -17,12 +17,11 @@ const AZURITE_KEY: &str =
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
 /// The backend's client, or `None` (with a printed line) when its server
-/// is not configured.
+/// is not configured. `s3` copies conditionally (`If-None-Match` on
+/// CopyObject, as `CloudStore::from_url` configures it); `s3-plain` is a
+/// client without that setting, so the store copies through the client.
 pub fn bucket(backend: &str) -> Option<Arc<dyn ObjectStore>> {
-    let var = match backend {
-        "s3" => "CLAUDE_MEMORY_TEST_S3_ENDPOINT",
-        _ => "CLAUDE_MEMORY_TEST_AZURE_ENDPOINT",
-    };
+    let var = endpoint_variable(backend);
     let Ok(endpoint) = std::env::var(var) else {
         assert!(
             std::env::var_os("CLAUDE_MEMORY_REQUIRE_CLOUD").is_none(),
@@ -32,21 +31,36 @@ pub fn bucket(backend: &str) -> Option<Arc<dyn ObjectStore>> {
         return None;
     };
     CloudStore::install_crypto_provider();
+    let s3 = || {
+        AmazonS3Builder::new()
+            .with_endpoint(&endpoint)
+            .with_allow_http(true)
+            .with_bucket_name(BUCKET)
+            .with_region("us-east-1")
+            .with_access_key_id("test")
+            .with_secret_access_key("test")
+    };
     Some(match backend {
         "s3" => Arc::new(
-            AmazonS3Builder::new()
-                .with_endpoint(endpoint)
-                .with_allow_http(true)
+            s3().with_copy_if_not_exists(S3CopyIfNotExists::Header(
+                "If-None-Match".into(),
+                "*".into(),
+            ))
+            .build()
+            .expect("s3 client"),
+        ),
+        "s3-plain" => Arc::new(s3().build().expect("s3 client")),
+        #[cfg(feature = "gcs")]
+        "gcs" => Arc::new(
+            claude_memory::object_store::gcp::GoogleCloudStorageBuilder::new()
                 .with_bucket_name(BUCKET)
-                .with_region("us-east-1")
-                .with_access_key_id("test")
-                .with_secret_access_key("test")
+                .with_service_account_key(gcs_key(&endpoint))
                 .build()
-                .expect("s3 client"),
+                .expect("gcs client"),
         ),
         _ => Arc::new(
             MicrosoftAzureBuilder::new()
-                .with_endpoint(endpoint)
+                .with_endpoint(endpoint.clone())
                 .with_allow_http(true)
                 .with_account("devstoreaccount1")
                 .with_access_key(AZURITE_KEY)
@@ -76,13 +90,31 @@ pub fn fresh(backend: &str) -> Option<CloudStore> {
     Some(CloudStore::open(bucket, &unique(backend)).expect("open"))
 }
 
+/// The variable that says where `backend`'s server is.
+fn endpoint_variable(backend: &str) -> &'static str {
+    match backend {
+        "s3" | "s3-plain" => "CLAUDE_MEMORY_TEST_S3_ENDPOINT",
+        "gcs" => "CLAUDE_MEMORY_TEST_GCS_ENDPOINT",
+        _ => "CLAUDE_MEMORY_TEST_AZURE_ENDPOINT",
+    }
+}
+
 /// The endpoint variable of `backend`, if set (no skip message).
 pub fn endpoint(backend: &str) -> Option<String> {
-    std::env::var(match backend {
-        "s3" => "CLAUDE_MEMORY_TEST_S3_ENDPOINT",
-        _ => "CLAUDE_MEMORY_TEST_AZURE_ENDPOINT",
+    std::env::var(endpoint_variable(backend)).ok()
+}
+
+/// The service account key object_store reads for an emulator: no OAuth,
+/// requests to `endpoint` (fake-gcs-server's documented setup).
+pub fn gcs_key(endpoint: &str) -> String {
+    serde_json::json!({
+        "private_key": "",
+        "private_key_id": "",
+        "client_email": "",
+        "gcs_base_url": endpoint,
+        "disable_oauth": true,
     })
-    .ok()
+    .to_string()
 }
 
 /// The `--store` URL of a fresh prefix on `backend`, and the standard
@@ -101,6 +133,10 @@ pub fn cli_store(backend: &str, tag: &str) -> Option<(String, Vec<(&'static str,
                 ("AWS_REGION", "us-east-1".into()),
             ],
         ),
+        "gcs" => (
+            format!("gs://{BUCKET}/{prefix}"),
+            vec![("GOOGLE_SERVICE_ACCOUNT_KEY", gcs_key(&ep))],
+        ),
         _ => (
             format!("az://{BUCKET}/{prefix}"),
             vec![
@@ -112,3 +148,6 @@ pub fn cli_store(backend: &str, tag: &str) -> Option<(String, Vec<(&'static str,
         ),
     })
 }
+
+pub mod proxy;
+pub mod tap;

@@ -27,6 +27,8 @@ pub(super) const INTENT: &str = ".claude-memory-intent";
 pub(super) const QUOTA_LOCK: &str = ".claude-memory-quota-lock";
 /// The object the conditional-write probe at open writes.
 pub(super) const PROBE: &str = ".claude-memory-probe";
+/// The probe's second object, the target of its conditional copy.
+pub(super) const PROBE_COPY: &str = ".claude-memory-probe-copy";
 
 /// The store's prefix in the bucket and the keys below it.
 #[derive(Debug, Clone)]
