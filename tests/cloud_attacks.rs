@@ -36,15 +36,17 @@ fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
         .block_on(f)
 }
 
-/// Writes `body` at the raw key `key`, as another program would.
-fn plant(b: &Arc<dyn ObjectStore>, key: &str, body: Vec<u8>) {
-    let b = Arc::clone(b);
+/// Writes `body` at the raw key `key`, as another program would (a
+/// client of its own: one used on this short-lived runtime must not be
+/// given to a store).
+fn plant(backend: &str, key: &str, body: Vec<u8>) {
+    let b = bucket(backend).expect("bucket");
     let key = Path::from(key);
     block_on(async move { b.put(&key, PutPayload::from(body)).await.expect("plant") });
 }
 
-fn exists(b: &Arc<dyn ObjectStore>, key: &str) -> bool {
-    let b = Arc::clone(b);
+fn exists(backend: &str, key: &str) -> bool {
+    let b = bucket(backend).expect("bucket");
     let key = Path::from(key);
     block_on(async move { b.head(&key).await.is_ok() })
 }
@@ -125,7 +127,7 @@ fn a_stale_size_lease_is_taken_by_one_writer() {
         let Some(b) = bucket(backend) else { continue };
         let prefix = unique("stale-lease");
         plant(
-            &b,
+            backend,
             &format!("{prefix}/.claude-memory-quota-lock"),
             Vec::new(),
         );
@@ -196,7 +198,7 @@ fn planted_intent_records_cannot_move_or_delete_the_store() {
             json!("not a record"),
         ] {
             let key = format!("{prefix}/.claude-memory-intent");
-            plant(&b, &key, serde_json::to_vec(&record).expect("json"));
+            plant(backend, &key, serde_json::to_vec(&record).expect("json"));
             let reopened = CloudStore::builder(Arc::clone(&b))
                 .prefix(&prefix)
                 .lease(Duration::ZERO)
@@ -218,7 +220,10 @@ fn planted_intent_records_cannot_move_or_delete_the_store() {
                     .expect("stat")
                     .is_none()
             );
-            assert!(!exists(&b, &key), "{backend}: the planted record was kept");
+            assert!(
+                !exists(backend, &key),
+                "{backend}: the planted record was kept"
+            );
         }
     }
 }
@@ -234,7 +239,7 @@ fn a_huge_planted_intent_record_is_never_read() {
         let key = format!("{prefix}/.claude-memory-intent");
         let mut body = br#"{"op":"rename","from":"/memories/a","to":"/memories/b"}"#.to_vec();
         body.resize(2 << 20, b' ');
-        plant(&b, &key, body);
+        plant(backend, &key, body);
         let tap = Tap::new(Arc::clone(&b), |_, _| None);
         let client: Arc<dyn ObjectStore> = Arc::clone(&tap) as Arc<dyn ObjectStore>;
         let store = CloudStore::builder(client)
@@ -246,7 +251,10 @@ fn a_huge_planted_intent_record_is_never_read() {
             !tap.sent(Op::Get, ".claude-memory-intent"),
             "{backend}: the huge record was read"
         );
-        assert!(!exists(&b, &key), "{backend}: the huge record was kept");
+        assert!(
+            !exists(backend, &key),
+            "{backend}: the huge record was kept"
+        );
         store
             .write(&p("/memories/n.md"), b"n", WriteMode::Create)
             .expect("the store works");
@@ -366,4 +374,92 @@ fn a_network_cut_mid_rename_is_reported_and_recovered() {
     }
     assert_eq!(at.len(), names.len());
     drop(back);
+}
+
+/// PUTs `body` at the raw key `key` on moto, bytes exactly as given
+/// (object_store would encode what memory paths cannot spell; another
+/// program need not).
+fn plant_raw_s3(key: &str, body: &'static [u8]) {
+    let endpoint = cloud_support::endpoint("s3").expect("endpoint");
+    let encoded: String = key
+        .split('/')
+        .map(|part| {
+            percent_encoding::utf8_percent_encode(part, percent_encoding::NON_ALPHANUMERIC)
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("/");
+    let url = format!("{endpoint}/{}/{encoded}", cloud_support::BUCKET);
+    let r = reqwest::blocking::Client::new()
+        .put(url)
+        .body(body)
+        .send()
+        .expect("raw put");
+    assert!(
+        r.status().is_success(),
+        "raw put of {key:?}: {}",
+        r.status()
+    );
+}
+
+/// Attack: another program writes keys no memory path can spell into a
+/// directory (a C1 control character, a 300-byte name, a decomposed `é`,
+/// a literal `%41` that decodes to another name). A view of the
+/// directory and of the root still answers and shows the valid file;
+/// every listed name can be viewed (before: `x%41` was listed as `xA`,
+/// which named nothing); the directory can be renamed and deleted whole.
+/// Keys object_store 0.14 cannot parse at all (an ASCII control
+/// character, `..`, an empty level) fail the whole listing page: the view is an
+/// error for the directory, never a panic and never a listing that
+/// silently leaves entries out.
+#[test]
+fn keys_no_memory_path_can_spell_do_not_break_the_directory() {
+    let Some(b) = bucket("s3") else { return };
+    let prefix = unique("bad-keys");
+    let store = CloudStore::open(Arc::clone(&b), &prefix).expect("open");
+    store
+        .write(&p("/memories/d/ok.md"), b"ok\n", WriteMode::Create)
+        .expect("ok");
+    let long = "n".repeat(300);
+    for bad in ["a\u{85}b", long.as_str(), "cafe\u{301}.md", "x%41"] {
+        plant_raw_s3(&format!("{prefix}/d/{bad}/f"), b"planted");
+        plant_raw_s3(&format!("{prefix}/d/{bad}"), b"planted");
+    }
+    let tool = MemoryTool::new(store);
+    for path in ["/memories/d", "/memories"] {
+        let view = tool.dispatch(&json!({"command": "view", "path": path}));
+        let text = view.text().unwrap_or_default().to_owned();
+        assert!(!view.is_error, "{path}: {text}");
+        assert!(text.contains("/memories/d/ok.md"), "{path}: {text}");
+        // Every listed path can be viewed.
+        for line in text.lines().skip(1) {
+            let Some((_, shown)) = line.split_once('\t') else {
+                continue;
+            };
+            let r = tool.dispatch(&json!({"command": "view", "path": shown}));
+            assert!(!r.is_error, "{shown} is listed but: {:?}", r.text());
+        }
+    }
+    let r = tool.dispatch(
+        &json!({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"}),
+    );
+    assert!(!r.is_error, "{:?}", r.text());
+    let r = tool.dispatch(&json!({"command": "delete", "path": "/memories/e"}));
+    assert!(!r.is_error, "{:?}", r.text());
+    let r = tool.dispatch(&json!({"command": "view", "path": "/memories"}));
+    assert_eq!(
+        r.text(),
+        Some(
+            "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n0B\t/memories"
+        )
+    );
+    // Unparseable keys: an error for the directory, not a short listing.
+    tool.dispatch(&json!({"command": "create", "path": "/memories/u/ok.md", "file_text": "ok"}));
+    plant_raw_s3(&format!("{prefix}/u/a\u{1}b"), b"planted");
+    let r = tool.dispatch(&json!({"command": "view", "path": "/memories/u"}));
+    assert!(r.is_error, "{:?}", r.text());
+    assert_eq!(
+        r.text(),
+        Some("Error: The storage operation failed for /memories/u")
+    );
 }

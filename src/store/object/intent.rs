@@ -241,6 +241,9 @@ pub(super) enum Copied {
     /// A destination existed (a writer raced into it): the copies made
     /// were deleted again, nothing moved.
     Refused,
+    /// No source was left to copy (another writer moved or deleted it
+    /// after the lookups): nothing moved.
+    Gone,
 }
 
 /// Copies every `(source, size)` below `from` to its place below `to`.
@@ -271,13 +274,14 @@ pub(super) async fn copy_all(
         .collect()
         .await;
     let mut made = Vec::new();
-    let mut refused = false;
+    let (mut refused, mut gone) = (false, 0usize);
     let mut error = None;
     for (dst, r) in results {
         match r {
             Ok(()) => made.push(dst),
-            // Copied and deleted before an interruption.
-            Err(object_store::Error::NotFound { .. }) => {}
+            // Copied and deleted before an interruption (in a recovery),
+            // or deleted by another writer meanwhile.
+            Err(object_store::Error::NotFound { .. }) => gone += 1,
             Err(object_store::Error::AlreadyExists { .. }) if !live => {}
             Err(object_store::Error::AlreadyExists { .. }) => refused = true,
             Err(e) => {
@@ -291,6 +295,9 @@ pub(super) async fn copy_all(
     if refused {
         delete_all(store, made).await?;
         return Ok(Copied::Refused);
+    }
+    if live && gone > 0 && made.is_empty() {
+        return Ok(Copied::Gone);
     }
     Ok(Copied::All)
 }

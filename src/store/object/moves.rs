@@ -1,13 +1,17 @@
 //! `rename` and `delete` over the bucket, in the fewest round trips.
 //!
-//! - A rename sends its lookups together (a HEAD of the source, the flat
-//!   listing below it, a one-key LIST below the destination), writes its
-//!   intent record, copies each object conditionally and deletes the
-//!   sources with the record in one batch: a file rename is six requests
-//!   (four for the floor), a directory of 100 is 106 (102).
-//! - A delete sends a HEAD and the first page of the listing below
-//!   together, then deletes in batches as the listing streams (one
-//!   request per 1,000 objects on S3): three requests, bounded memory.
+//! - A rename sends its lookups together (a HEAD of the source, a one-key
+//!   LIST below the destination; the flat listing below the source only
+//!   when no file is there), writes its intent record, copies each object
+//!   conditionally and deletes the sources with the record in one batch:
+//!   a file rename is five requests (four for the floor), a directory of
+//!   100 is 106 (102).
+//! - A delete sends a HEAD: a file is then one DELETE (two requests, the
+//!   floor); a directory is its listing, streamed into batched deletes
+//!   (one request per 1,000 objects on S3): three requests, bounded
+//!   memory.
+//! - Where another program made a file and a directory of one name, the
+//!   file is what a delete or rename acts on first.
 
 use std::sync::Arc;
 
@@ -27,36 +31,35 @@ type Listing = futures_util::stream::BoxStream<'static, object_store::Result<Obj
 impl CloudStore {
     /// Deletes the file or directory at `path` (not the root).
     pub(super) fn delete_entry(&self, path: &MemoryPath) -> StoreResult<()> {
-        let (store, key) = (self.bucket(), self.layout.key(path));
-        // The lookups: is it a file, is anything below it?
-        let (head, first, rest) = self.call(path, Sent::Read, async move {
-            let mut listing: Listing = store.list(prefix(&key));
-            let (head, first) = futures_util::join!(store.head(&key), listing.next());
-            let head = match head {
-                Ok(m) => Some(m),
-                Err(object_store::Error::NotFound { .. }) => None,
-                Err(e) => return Err(e),
-            };
-            Ok((head, first.transpose()?, listing))
-        })?;
-        if head.is_none() && first.is_none() {
-            return Err(StoreError::NotFound { path: path.clone() });
+        if let Some(file) = self.head(path)? {
+            // A file: the parent's marker, then one DELETE. (A directory
+            // another program made under the same name stays, and is
+            // what a second delete removes.)
+            let (store, layout, p) = (self.bucket(), self.layout.clone(), path.clone());
+            return self.call(path, Sent::Write, async move {
+                intent::keep_parent(&store, &layout, &p).await?;
+                match store.delete(&file.location).await {
+                    Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            });
         }
+        let (store, key) = (self.bucket(), self.layout.key(path));
+        let (first, rest) = self.call(path, Sent::Read, async move {
+            let mut listing: Listing = store.list(prefix(&key));
+            let first = listing.next().await.transpose()?;
+            Ok((first, listing))
+        })?;
+        let Some(first) = first else {
+            return Err(StoreError::NotFound { path: path.clone() });
+        };
         let (store, layout, p) = (self.bucket(), self.layout.clone(), path.clone());
         self.call(path, Sent::Write, async move {
             intent::keep_parent(&store, &layout, &p).await?;
-            let key = layout.key(&p);
-            let Some(first) = first else {
-                return match store.delete(&key).await {
-                    Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-                    Err(e) => Err(e),
-                };
-            };
-            // The directory: every key below (streamed from the listing,
-            // so a huge one is never held whole) and a file of its name.
+            // Every key below, streamed from the listing into batched
+            // deletes, so a huge directory is never held whole.
             let keys = stream::once(async move { Ok(first.location) })
                 .chain(rest.map_ok(|m| m.location))
-                .chain(stream::once(async move { Ok(key) }))
                 .boxed();
             let mut results = store.delete_stream(keys);
             while let Some(r) = results.next().await {
@@ -74,7 +77,8 @@ impl CloudStore {
         StoreError::check_rename(from, to)?;
         let (store, from_key, to_key) = (self.bucket(), self.layout.key(from), self.layout.key(to));
         let to_root = to.is_root();
-        let (head, below, taken) = self.call(from, Sent::Read, async move {
+        // Is the source a file, is a directory at the destination?
+        let (head, taken) = self.call(from, Sent::Read, async move {
             let to_below = async {
                 if to_root {
                     Ok(true)
@@ -82,18 +86,21 @@ impl CloudStore {
                     any_below(Arc::clone(&store), to_key).await
                 }
             };
-            let (head, below, taken) = futures_util::join!(
-                store.head(&from_key),
-                all_below(Arc::clone(&store), from_key.clone()),
-                to_below
-            );
+            let (head, taken) = futures_util::join!(store.head(&from_key), to_below);
             let head = match head {
                 Ok(m) => Some(m),
                 Err(object_store::Error::NotFound { .. }) => None,
                 Err(e) => return Err(e),
             };
-            Ok((head, below?, taken?))
+            Ok((head, taken?))
         })?;
+        let below = match head {
+            Some(_) => Vec::new(),
+            None => {
+                let (store, key) = (self.bucket(), self.layout.key(from));
+                self.call(from, Sent::Read, all_below(store, key))?
+            }
+        };
         let is_dir = !below.is_empty();
         if !is_dir && head.is_none() {
             return Err(StoreError::NotFound { path: from.clone() });
@@ -103,7 +110,7 @@ impl CloudStore {
         }
         if is_dir {
             // The copies guard every key below `to`, not `to` itself.
-            if self.head_exists(to)? {
+            if self.head(to)?.is_some() {
                 return Err(StoreError::AlreadyExists { path: to.clone() });
             }
             StoreError::check_depth(from, to, self.deepest(from, &below))?;
@@ -120,13 +127,16 @@ impl CloudStore {
         self.move_under_intent(from, to, sources)
     }
 
-    /// Whether an object is at `path`'s own key.
-    fn head_exists(&self, path: &MemoryPath) -> StoreResult<bool> {
+    /// The object at `path`'s own key, if any (one HEAD).
+    fn head(&self, path: &MemoryPath) -> StoreResult<Option<ObjectMeta>> {
+        if path.is_root() {
+            return Ok(None);
+        }
         let (store, key) = (self.bucket(), self.layout.key(path));
         self.call(path, Sent::Read, async move {
             match store.head(&key).await {
-                Ok(_) => Ok(true),
-                Err(object_store::Error::NotFound { .. }) => Ok(false),
+                Ok(m) => Ok(Some(m)),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
                 Err(e) => Err(e),
             }
         })
@@ -210,7 +220,11 @@ impl CloudStore {
                 Copied::All => {}
                 Copied::Refused => {
                     store.delete(&intent_key).await?;
-                    return Ok(false);
+                    return Ok(Some(StoreError::AlreadyExists { path: t }));
+                }
+                Copied::Gone => {
+                    store.delete(&intent_key).await?;
+                    return Ok(Some(StoreError::NotFound { path: f }));
                 }
             }
             intent::keep_parent(&store, &layout, &f).await?;
@@ -222,12 +236,8 @@ impl CloudStore {
                 let _ = intent::create(&store, &intent_key, body).await;
                 return Err(e);
             }
-            Ok(true)
+            Ok(None)
         })?;
-        if done {
-            Ok(())
-        } else {
-            Err(StoreError::AlreadyExists { path: to.clone() })
-        }
+        done.map_or(Ok(()), Err)
     }
 }
