@@ -24,7 +24,20 @@ APP = DomainDispatcherApplication(create_backend_app)
 
 
 def exists(environ):
-    """Whether the object a request names exists (a HEAD through moto)."""
+    """Whether the object a request names exists: moto's backend asked
+    directly (a path-style request: /BUCKET/KEY), else a HEAD through
+    moto."""
+    try:
+        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.s3.models import s3_backends
+
+        bucket, key = environ["PATH_INFO"].lstrip("/").split("/", 1)
+        if not key.isascii():  # PATH_INFO is latin-1: let moto decode it
+            raise ValueError(key)
+        backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+        return backend.get_object(bucket, key) is not None
+    except Exception:  # noqa: BLE001 - any doubt: ask moto itself
+        pass
     head = dict(environ)
     head["REQUEST_METHOD"] = "HEAD"
     head["CONTENT_LENGTH"] = "0"

@@ -43,16 +43,6 @@ mod s3_plain {
     });
 }
 
-/// Google Cloud Storage on fake-gcs-server (`.ci/cloud.sh`).
-#[cfg(feature = "gcs")]
-mod gcs {
-    claude_memory::conformance_tests!(|run| {
-        if let Some(s) = crate::fresh("gcs") {
-            run(&s)
-        }
-    });
-}
-
 /// Tenants of one base store: each sees only its own files, and a tenant
 /// store on the cloud store keeps the tenant cases' answers.
 #[test]

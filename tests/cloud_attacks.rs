@@ -463,3 +463,77 @@ fn keys_no_memory_path_can_spell_do_not_break_the_directory() {
         Some("Error: The storage operation failed for /memories/u")
     );
 }
+
+/// Runs the CLI on `url` with `env`, `args`, `stdin`.
+#[cfg(feature = "cli")]
+fn cli(
+    url: &str,
+    env: &[(&'static str, String)],
+    args: &[&str],
+    stdin: &str,
+) -> std::process::Output {
+    use std::io::Write;
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_claude-memory-cli"));
+    cmd.args(["--store", url]).args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the CLI");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("stdin");
+    child.wait_with_output().expect("wait")
+}
+
+/// `--history` with `--tenant` on a cloud store (refused before: the
+/// bucket had one log for every tenant): each tenant's versions are kept
+/// below its own prefix, and one tenant's `history` shows none of
+/// another's.
+#[cfg(feature = "cli")]
+#[test]
+fn each_tenant_keeps_its_own_history_in_the_bucket() {
+    for backend in ["s3", "azure"] {
+        let Some(_) = bucket(backend) else { continue };
+        let (url, env) = cloud_support::cli_store(backend, "tenant-history").expect("configured");
+        for (tenant, file) in [("alice", "alice-notes.md"), ("bob", "bob-notes.md")] {
+            let call = json!({"command": "create", "path": format!("/memories/{file}"), "file_text": "hi\n"});
+            let out = cli(
+                &url,
+                &env,
+                &["--tenant", tenant, "--history", "serve"],
+                &format!("{call}\n"),
+            );
+            assert!(out.status.success(), "{backend} {tenant}: {out:?}");
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains("File created successfully"),
+                "{out:?}"
+            );
+        }
+        for (tenant, own, other) in [
+            ("alice", "alice-notes.md", "bob-notes.md"),
+            ("bob", "bob-notes.md", "alice-notes.md"),
+        ] {
+            let out = cli(&url, &env, &["--tenant", tenant, "history"], "");
+            let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(out.status.success(), "{backend} {tenant}: {out:?}");
+            assert!(shown.contains(own), "{backend} {tenant}: {shown}");
+            assert!(
+                !shown.contains(other),
+                "{backend} {tenant} sees {other}: {shown}"
+            );
+        }
+        // The log is below the tenant's prefix, hidden from every view.
+        let whole = cli(&url, &env, &["view", "/memories"], "");
+        let shown = String::from_utf8_lossy(&whole.stdout).into_owned();
+        assert!(shown.contains("/memories/alice/alice-notes.md"), "{shown}");
+        assert!(!shown.contains("claude-memory-history"), "{shown}");
+    }
+}

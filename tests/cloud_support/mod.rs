@@ -50,14 +50,6 @@ pub fn bucket(backend: &str) -> Option<Arc<dyn ObjectStore>> {
             .expect("s3 client"),
         ),
         "s3-plain" => Arc::new(s3().build().expect("s3 client")),
-        #[cfg(feature = "gcs")]
-        "gcs" => Arc::new(
-            claude_memory::object_store::gcp::GoogleCloudStorageBuilder::new()
-                .with_bucket_name(BUCKET)
-                .with_service_account_key(gcs_key(&endpoint))
-                .build()
-                .expect("gcs client"),
-        ),
         _ => Arc::new(
             MicrosoftAzureBuilder::new()
                 .with_endpoint(endpoint.clone())
@@ -94,7 +86,6 @@ pub fn fresh(backend: &str) -> Option<CloudStore> {
 fn endpoint_variable(backend: &str) -> &'static str {
     match backend {
         "s3" | "s3-plain" => "CLAUDE_MEMORY_TEST_S3_ENDPOINT",
-        "gcs" => "CLAUDE_MEMORY_TEST_GCS_ENDPOINT",
         _ => "CLAUDE_MEMORY_TEST_AZURE_ENDPOINT",
     }
 }
@@ -102,19 +93,6 @@ fn endpoint_variable(backend: &str) -> &'static str {
 /// The endpoint variable of `backend`, if set (no skip message).
 pub fn endpoint(backend: &str) -> Option<String> {
     std::env::var(endpoint_variable(backend)).ok()
-}
-
-/// The service account key object_store reads for an emulator: no OAuth,
-/// requests to `endpoint` (fake-gcs-server's documented setup).
-pub fn gcs_key(endpoint: &str) -> String {
-    serde_json::json!({
-        "private_key": "",
-        "private_key_id": "",
-        "client_email": "",
-        "gcs_base_url": endpoint,
-        "disable_oauth": true,
-    })
-    .to_string()
 }
 
 /// The `--store` URL of a fresh prefix on `backend`, and the standard
@@ -132,10 +110,6 @@ pub fn cli_store(backend: &str, tag: &str) -> Option<(String, Vec<(&'static str,
                 ("AWS_SECRET_ACCESS_KEY", "test".into()),
                 ("AWS_REGION", "us-east-1".into()),
             ],
-        ),
-        "gcs" => (
-            format!("gs://{BUCKET}/{prefix}"),
-            vec![("GOOGLE_SERVICE_ACCOUNT_KEY", gcs_key(&ep))],
         ),
         _ => (
             format!("az://{BUCKET}/{prefix}"),

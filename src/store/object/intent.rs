@@ -49,9 +49,12 @@ pub(super) const MAX_RECORD: u64 = 64 * 1024;
 /// conditional PUT) where the service has no conditional copy.
 pub(super) const INLINE_COPY: u64 = 8 * 1024 * 1024;
 
-/// How many copies run at once (bounds memory to 8 x [`INLINE_COPY`] on a
-/// service without conditional copies).
-const COPIES_AT_ONCE: usize = 8;
+/// How many copies run at once: server-side copies move no bytes through
+/// the client, so many (a directory of 100 is four round trips of
+/// copies, not thirteen); copies through the client hold their object,
+/// so 8 (memory at most 8 x [`INLINE_COPY`]).
+const COPIES_AT_ONCE: usize = 32;
+const INLINE_COPIES_AT_ONCE: usize = 8;
 
 /// What a multi-object operation is doing, as its record says.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -270,7 +273,10 @@ pub(super) async fn copy_all(
                 (dst, r)
             }
         })
-        .buffer_unordered(COPIES_AT_ONCE)
+        .buffer_unordered(match how {
+            CopyHow::Conditional => COPIES_AT_ONCE,
+            CopyHow::Inline => INLINE_COPIES_AT_ONCE,
+        })
         .collect()
         .await;
     let mut made = Vec::new();
