@@ -311,9 +311,11 @@ fn a_network_cut_mid_rename_is_reported_and_recovered() {
                 .expect("write");
         }
     }
-    // Copies held back 40 ms each, so the rename takes about a second.
+    // Copies (this client copies through itself: a GET, then a PUT, 8 at
+    // a time) held back 150 ms each: the rename takes most of a second,
+    // and the cut lands in its middle.
     let slow = Tap::new(client(), |op, _| {
-        (op == Op::Copy || op == Op::Get).then_some(Duration::from_millis(40))
+        (op == Op::Copy || op == Op::Get).then_some(Duration::from_millis(150))
     });
     let store = CloudStore::builder(slow)
         .prefix(&prefix)
@@ -322,7 +324,7 @@ fn a_network_cut_mid_rename_is_reported_and_recovered() {
         .expect("open");
     let tool = MemoryTool::new(store);
     let cutter = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
+        std::thread::sleep(Duration::from_millis(250));
         proxy.cut();
         proxy
     });
