@@ -33,6 +33,16 @@ mod azure {
     });
 }
 
+/// S3 through a client without conditional copies: the store copies
+/// through the client (a GET and a conditional PUT per object).
+mod s3_plain {
+    claude_memory::conformance_tests!(|run| {
+        if let Some(s) = crate::fresh("s3-plain") {
+            run(&s)
+        }
+    });
+}
+
 /// Tenants of one base store: each sees only its own files, and a tenant
 /// store on the cloud store keeps the tenant cases' answers.
 #[test]

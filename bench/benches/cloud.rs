@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use claude_memory::object_store::aws::AmazonS3Builder;
+use claude_memory::object_store::aws::{AmazonS3Builder, S3CopyIfNotExists};
 use claude_memory::object_store::path::Path;
 use claude_memory::object_store::{
     ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion,
@@ -25,19 +25,25 @@ use serde_json::{Value, json};
 const ROUNDS: usize = 9;
 const BUCKET: &str = "claude-memory-test";
 
-fn client(endpoint: &str) -> Arc<dyn ObjectStore> {
+/// The client; `copies` as `CloudStore::from_url` configures S3 (copies
+/// conditional on `If-None-Match: *`, which the floor's plain copies do
+/// not send).
+fn client(endpoint: &str, copies: bool) -> Arc<dyn ObjectStore> {
     CloudStore::install_crypto_provider();
-    Arc::new(
-        AmazonS3Builder::new()
-            .with_endpoint(endpoint)
-            .with_allow_http(true)
-            .with_bucket_name(BUCKET)
-            .with_region("us-east-1")
-            .with_access_key_id("test")
-            .with_secret_access_key("test")
-            .build()
-            .expect("client"),
-    )
+    let mut builder = AmazonS3Builder::new()
+        .with_endpoint(endpoint)
+        .with_allow_http(true)
+        .with_bucket_name(BUCKET)
+        .with_region("us-east-1")
+        .with_access_key_id("test")
+        .with_secret_access_key("test");
+    if copies {
+        builder = builder.with_copy_if_not_exists(S3CopyIfNotExists::Header(
+            "If-None-Match".into(),
+            "*".into(),
+        ));
+    }
+    Arc::new(builder.build().expect("client"))
 }
 
 /// Requests moto has logged so far.
@@ -232,9 +238,12 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let setup_client = client(&endpoint);
-    let floor_client = client(&endpoint);
-    let store_client = client(&endpoint);
+    let setup_client = client(&endpoint, false);
+    let floor_client = client(&endpoint, false);
+    // CLAUDE_MEMORY_BENCH_PLAIN_COPIES=1: a client without conditional
+    // copies (the store then copies through the client).
+    let plain = std::env::var_os("CLAUDE_MEMORY_BENCH_PLAIN_COPIES").is_some();
+    let store_client = client(&endpoint, !plain);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());

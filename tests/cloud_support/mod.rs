@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use claude_memory::CloudStore;
 use claude_memory::object_store::ObjectStore;
-use claude_memory::object_store::aws::AmazonS3Builder;
+use claude_memory::object_store::aws::{AmazonS3Builder, S3CopyIfNotExists};
 use claude_memory::object_store::azure::MicrosoftAzureBuilder;
 
 /// The bucket (S3) and container (Azure) `.ci/cloud.sh` creates.
@@ -17,12 +17,11 @@ const AZURITE_KEY: &str =
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
 /// The backend's client, or `None` (with a printed line) when its server
-/// is not configured.
+/// is not configured. `s3` copies conditionally (`If-None-Match` on
+/// CopyObject, as `CloudStore::from_url` configures it); `s3-plain` is a
+/// client without that setting, so the store copies through the client.
 pub fn bucket(backend: &str) -> Option<Arc<dyn ObjectStore>> {
-    let var = match backend {
-        "s3" => "CLAUDE_MEMORY_TEST_S3_ENDPOINT",
-        _ => "CLAUDE_MEMORY_TEST_AZURE_ENDPOINT",
-    };
+    let var = endpoint_variable(backend);
     let Ok(endpoint) = std::env::var(var) else {
         assert!(
             std::env::var_os("CLAUDE_MEMORY_REQUIRE_CLOUD").is_none(),
@@ -32,21 +31,28 @@ pub fn bucket(backend: &str) -> Option<Arc<dyn ObjectStore>> {
         return None;
     };
     CloudStore::install_crypto_provider();
+    let s3 = || {
+        AmazonS3Builder::new()
+            .with_endpoint(&endpoint)
+            .with_allow_http(true)
+            .with_bucket_name(BUCKET)
+            .with_region("us-east-1")
+            .with_access_key_id("test")
+            .with_secret_access_key("test")
+    };
     Some(match backend {
         "s3" => Arc::new(
-            AmazonS3Builder::new()
-                .with_endpoint(endpoint)
-                .with_allow_http(true)
-                .with_bucket_name(BUCKET)
-                .with_region("us-east-1")
-                .with_access_key_id("test")
-                .with_secret_access_key("test")
-                .build()
-                .expect("s3 client"),
+            s3().with_copy_if_not_exists(S3CopyIfNotExists::Header(
+                "If-None-Match".into(),
+                "*".into(),
+            ))
+            .build()
+            .expect("s3 client"),
         ),
+        "s3-plain" => Arc::new(s3().build().expect("s3 client")),
         _ => Arc::new(
             MicrosoftAzureBuilder::new()
-                .with_endpoint(endpoint)
+                .with_endpoint(endpoint.clone())
                 .with_allow_http(true)
                 .with_account("devstoreaccount1")
                 .with_access_key(AZURITE_KEY)
@@ -76,13 +82,17 @@ pub fn fresh(backend: &str) -> Option<CloudStore> {
     Some(CloudStore::open(bucket, &unique(backend)).expect("open"))
 }
 
+/// The variable that says where `backend`'s server is.
+fn endpoint_variable(backend: &str) -> &'static str {
+    match backend {
+        "s3" | "s3-plain" => "CLAUDE_MEMORY_TEST_S3_ENDPOINT",
+        _ => "CLAUDE_MEMORY_TEST_AZURE_ENDPOINT",
+    }
+}
+
 /// The endpoint variable of `backend`, if set (no skip message).
 pub fn endpoint(backend: &str) -> Option<String> {
-    std::env::var(match backend {
-        "s3" => "CLAUDE_MEMORY_TEST_S3_ENDPOINT",
-        _ => "CLAUDE_MEMORY_TEST_AZURE_ENDPOINT",
-    })
-    .ok()
+    std::env::var(endpoint_variable(backend)).ok()
 }
 
 /// The `--store` URL of a fresh prefix on `backend`, and the standard
@@ -112,3 +122,6 @@ pub fn cli_store(backend: &str, tag: &str) -> Option<(String, Vec<(&'static str,
         ),
     })
 }
+
+pub mod proxy;
+pub mod tap;

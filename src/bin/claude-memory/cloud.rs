@@ -42,20 +42,29 @@ pub fn open(_: &str) -> Result<Box<dyn MemoryStore>, Failure> {
 }
 
 /// The history log of the cloud store at `url`: in its own bucket, below
-/// its prefix (`CloudLog`).
+/// its prefix (`CloudLog`), or below the tenant's prefix with `--tenant`.
 #[cfg(any(feature = "s3", feature = "azure", feature = "gcs"))]
-pub fn log(url: &str) -> Result<Box<dyn claude_memory::history::HistoryLog>, Failure> {
+pub fn log(
+    url: &str,
+    tenant: Option<&claude_memory::TenantId>,
+) -> Result<Box<dyn claude_memory::history::HistoryLog>, Failure> {
     let store = claude_memory::CloudStore::from_url(url).map_err(|e| {
         Failure::Failed(format!(
             "cannot open the cloud store {url}: {}",
             crate::output::with_causes(&e)
         ))
     })?;
-    Ok(Box::new(claude_memory::CloudLog::for_store(&store)))
+    Ok(Box::new(match tenant {
+        Some(tenant) => claude_memory::CloudLog::for_tenant(&store, tenant),
+        None => claude_memory::CloudLog::for_store(&store),
+    }))
 }
 
 #[cfg(not(any(feature = "s3", feature = "azure", feature = "gcs")))]
-pub fn log(url: &str) -> Result<Box<dyn claude_memory::history::HistoryLog>, Failure> {
+pub fn log(
+    url: &str,
+    _: Option<&claude_memory::TenantId>,
+) -> Result<Box<dyn claude_memory::history::HistoryLog>, Failure> {
     match open(url) {
         Err(e) => Err(e),
         Ok(_) => Err(Failure::Usage("no cloud storage in this build".into())),

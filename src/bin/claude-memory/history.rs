@@ -93,13 +93,8 @@ fn log(
             sqlite_log(&file, scope)
         }
         StoreSpec::Postgres(url) => postgres_log(url, scope),
-        // A tenant's versions would share the bucket's one log with every
-        // other tenant's (and a restore could apply them): refused until
-        // the log is kept per tenant.
-        StoreSpec::Cloud(_) if tenant.is_some() => Err(Failure::Usage(
-            "--history with --tenant is not supported on a cloud store yet: keep a history per store, not per tenant".into(),
-        )),
-        StoreSpec::Cloud(url) => crate::cloud::log(url),
+        // A tenant's log lives below the tenant's prefix (CloudLog::for_tenant).
+        StoreSpec::Cloud(url) => crate::cloud::log(url, tenant),
     }
 }
 

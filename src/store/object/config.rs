@@ -40,6 +40,8 @@ pub(super) struct Settings {
     /// How old an intent record or size lock must be before another
     /// process takes it for an interrupted one's.
     pub(super) lease: Duration,
+    /// How objects are copied without overwriting (learnt at open).
+    pub(super) copy: super::intent::CopyHow,
 }
 
 impl Settings {
@@ -56,6 +58,7 @@ impl Default for Settings {
             // call should not wait that long for one primitive.
             timeout: Duration::from_secs(60),
             lease: Duration::from_secs(30),
+            copy: super::intent::CopyHow::Inline,
         }
     }
 }
@@ -103,11 +106,12 @@ impl CloudBuilder {
     }
 
     /// Opens the store: starts its I/O thread, checks that the backend
-    /// honours conditional writes (three requests on a probe object),
-    /// and finishes an interrupted multi-object operation, if any.
+    /// honours conditional writes and copies (five requests on two probe
+    /// objects, in two round trips), and finishes an interrupted rename,
+    /// if any.
     pub fn open(self) -> Result<CloudStore, CloudError> {
         let io = Io::start().map_err(CloudError::Runtime)?;
-        let store = CloudStore {
+        let mut store = CloudStore {
             store: self.store,
             layout: Layout::new(&self.prefix),
             io,
@@ -201,7 +205,7 @@ impl CloudStore {
         let store: Arc<dyn ObjectStore> = match scheme {
             #[cfg(feature = "s3")]
             CloudScheme::S3 => Arc::new(
-                object_store::aws::AmazonS3Builder::from_env()
+                s3_copies_conditionally(object_store::aws::AmazonS3Builder::from_env())
                     .with_bucket_name(bucket)
                     .with_retry(retry)
                     .build()
@@ -232,4 +236,26 @@ impl CloudStore {
         };
         settings(CloudStore::builder(store).prefix(&prefix)).open()
     }
+}
+
+/// S3 copies with `If-None-Match: *` on CopyObject (Amazon S3 honours it
+/// and answers 412 when the destination exists), unless the environment
+/// configured a copy mode of its own (`AWS_COPY_IF_NOT_EXISTS`). Open's
+/// probe checks that the service really refuses: one that ignores the
+/// header is copied through the client instead.
+#[cfg(feature = "s3")]
+fn s3_copies_conditionally(
+    builder: object_store::aws::AmazonS3Builder,
+) -> object_store::aws::AmazonS3Builder {
+    use object_store::aws::{AmazonS3ConfigKey, S3CopyIfNotExists};
+    if builder
+        .get_config_value(&AmazonS3ConfigKey::CopyIfNotExists)
+        .is_some()
+    {
+        return builder;
+    }
+    builder.with_copy_if_not_exists(S3CopyIfNotExists::Header(
+        "If-None-Match".into(),
+        "*".into(),
+    ))
 }

@@ -113,6 +113,15 @@ impl CloudLog {
         }
     }
 
+    /// The log of `tenant`'s memories in `store` (the `TenantStore` of
+    /// that tenant over `store`): below the tenant's own prefix, so each
+    /// tenant's versions are kept, listed and restored apart from every
+    /// other tenant's, and deleting the tenant's prefix takes its history
+    /// with it.
+    pub fn for_tenant(store: &CloudStore, tenant: &crate::TenantId) -> CloudLog {
+        CloudLog::for_store(&store.for_prefix(tenant.as_str()))
+    }
+
     fn key(&self, id: u64) -> Path {
         self.dir.clone().join(format!("v{id:020}").as_str())
     }

@@ -27,6 +27,8 @@ pub(super) const INTENT: &str = ".claude-memory-intent";
 pub(super) const QUOTA_LOCK: &str = ".claude-memory-quota-lock";
 /// The object the conditional-write probe at open writes.
 pub(super) const PROBE: &str = ".claude-memory-probe";
+/// The probe's second object, the target of its conditional copy.
+pub(super) const PROBE_COPY: &str = ".claude-memory-probe-copy";
 
 /// The store's prefix in the bucket and the keys below it.
 #[derive(Debug, Clone)]
@@ -95,14 +97,21 @@ impl Layout {
 /// A listed name as the memory path spells it (undoing `PathPart`'s
 /// encoding; a name that does not decode to UTF-8 stays encoded, so no
 /// memory path matches it and it is reported as unspellable).
+///
+/// A key another program wrote with a `%` that `PathPart` would not have
+/// written (`x%41`) decodes to a name whose key is another (`xA`): it
+/// would be listed under a name that then names nothing. Such a name is
+/// given a NUL in front, which no memory path can hold, so it is treated
+/// as every name a path cannot spell is (never shown as a path).
 pub(super) fn decode(part: &PathPart<'_>) -> String {
     let raw = part.as_ref();
     if !raw.contains('%') {
         return raw.to_owned();
     }
-    percent_encoding::percent_decode_str(raw)
-        .decode_utf8()
-        .map_or_else(|_| raw.to_owned(), |s| s.into_owned())
+    match percent_encoding::percent_decode_str(raw).decode_utf8() {
+        Ok(name) if PathPart::from(name.as_ref()).as_ref() == raw => name.into_owned(),
+        _ => format!("\u{0}{raw}"),
+    }
 }
 
 /// The last part of `key`, decoded.
@@ -128,6 +137,9 @@ mod tests {
             );
         }
         assert_eq!(layout.key(&MemoryPath::root()).as_ref(), "team/alice");
+        // A `%` no memory name would have written names nothing.
+        assert!(decode(&PathPart::parse("x%41").expect("part")).starts_with('\u{0}'));
+        assert_eq!(decode(&PathPart::from("x%41")), "x%41");
         assert_eq!(
             layout.marker(&MemoryPath::root()).as_ref(),
             "team/alice/.claude-memory-dir"

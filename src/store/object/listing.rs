@@ -12,7 +12,7 @@ use crate::path::is_reserved;
 use crate::store::{DirEntry, EntryKind};
 
 /// `None` for the bucket's top (object_store lists it without a prefix).
-fn prefix(key: &Path) -> Option<&Path> {
+pub(super) fn prefix(key: &Path) -> Option<&Path> {
     (!key.as_ref().is_empty()).then_some(key)
 }
 

@@ -5,8 +5,9 @@
 //! - `keys`: where files, empty directories and the crate's own objects
 //!   live in the bucket.
 //! - `cond`: conditional writes and the update loop.
-//! - `intent`: the intent record of multi-object renames and deletes, its
-//!   recovery, and the lease that serializes size-limited writes.
+//! - `intent`: the intent record of renames, its recovery, conditional
+//!   copies, and the leases that serialize renames and size-limited writes.
+//! - `stash`: the one listing a directory view's lookup hands to its walk.
 //! - `listing`: directory listings and subtree totals.
 //! - `errors`: object_store's errors as SPEC §4's, without hosts or keys.
 //! - `config`: the builder, timeouts, retries, `s3://`/`az://`/`gs://`.
@@ -20,13 +21,18 @@ mod history;
 mod intent;
 mod keys;
 mod listing;
+mod moves;
 mod ops;
 mod runtime;
+mod stash;
 
 use std::future::Future;
 use std::sync::Arc;
 
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
+use object_store::{
+    CopyMode, CopyOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
+    UpdateVersion,
+};
 
 pub use config::{CloudBuilder, CloudError, CloudScheme, parse_url as parse_cloud_url};
 use errors::Sent;
@@ -42,9 +48,8 @@ use crate::store::{StoreError, StoreResult};
 ///
 /// Files are objects under a prefix, byte for byte; creates are
 /// conditional (`If-None-Match`), edits conditional on the ETag they read
-/// and retried on conflict, so no concurrent update is lost; a directory
-/// rename or delete is recorded first and finished by the next open after
-/// an interruption. Open refuses a backend that cannot write conditionally
+/// and retried on conflict, so no concurrent update is lost; a rename is
+/// recorded first and finished by the next open after an interruption. Open refuses a backend that cannot write conditionally
 /// (object_store's `LocalFileSystem`, an S3 service without conditional
 /// writes): it would lose updates. See the README's "Cloud object storage".
 ///
@@ -140,33 +145,43 @@ impl CloudStore {
 
     /// Checks that the backend honours conditional writes: a create over
     /// an existing object and an update on a wrong ETag must both fail.
-    fn probe(&self) -> Result<(), CloudError> {
+    /// Also learns whether it copies conditionally (a copy over an
+    /// existing object refused), else copies go through the client.
+    fn probe(&mut self) -> Result<(), CloudError> {
         let store = Arc::clone(&self.store);
         let key = self.layout.own(keys::PROBE);
+        let target = self.layout.own(keys::PROBE_COPY);
         let outcome = self.io.run(async move {
-            store.put(&key, PutPayload::from_static(b"probe")).await?;
-            let create = store
-                .put_opts(
-                    &key,
-                    PutPayload::from_static(b"probe"),
-                    PutOptions::from(PutMode::Create),
-                )
-                .await;
+            let (a, b) = futures_util::join!(
+                store.put(&key, PutPayload::from_static(b"probe")),
+                store.put(&target, PutPayload::from_static(b"probe")),
+            );
+            a?;
+            b?;
+            let create = store.put_opts(
+                &key,
+                PutPayload::from_static(b"probe"),
+                PutOptions::from(PutMode::Create),
+            );
             let wrong = UpdateVersion {
                 e_tag: Some("\"claude-memory-no-such-etag\"".into()),
                 version: None,
             };
-            let update = store
-                .put_opts(
-                    &key,
-                    PutPayload::from_static(b"probe"),
-                    PutOptions::from(PutMode::Update(wrong)),
-                )
-                .await;
-            Ok::<_, object_store::Error>((create, update))
+            let update = store.put_opts(
+                &key,
+                PutPayload::from_static(b"probe"),
+                PutOptions::from(PutMode::Update(wrong)),
+            );
+            let copy = store.copy_opts(
+                &key,
+                &target,
+                CopyOptions::new().with_mode(CopyMode::Create),
+            );
+            let (create, update, copy) = futures_util::join!(create, update, copy);
+            Ok::<_, object_store::Error>((create, update, copy))
         });
-        let (create, update) = match outcome {
-            Some(Ok(pair)) => pair,
+        let (create, update, copy) = match outcome {
+            Some(Ok(all)) => all,
             Some(Err(e)) => return Err(CloudError::Connect(Box::new(e))),
             None => {
                 return Err(CloudError::Runtime(std::io::Error::other(
@@ -194,27 +209,40 @@ impl CloudStore {
         match update {
             Err(
                 object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. },
-            ) => Ok(()),
-            Ok(_) => Err(CloudError::NoConditionalWrites(
-                "an update on a stale ETag succeeded",
-            )),
+            ) => {}
+            Ok(_) => {
+                return Err(CloudError::NoConditionalWrites(
+                    "an update on a stale ETag succeeded",
+                ));
+            }
             Err(
                 object_store::Error::NotImplemented { .. }
                 | object_store::Error::NotSupported { .. },
-            ) => Err(CloudError::NoConditionalWrites(
-                "conditional updates are not supported",
-            )),
-            Err(e) => Err(CloudError::Connect(Box::new(e))),
+            ) => {
+                return Err(CloudError::NoConditionalWrites(
+                    "conditional updates are not supported",
+                ));
+            }
+            Err(e) => return Err(CloudError::Connect(Box::new(e))),
         }
+        // A copy that overwrote (a service ignoring the condition) or is
+        // not offered: copy through the client instead.
+        self.settings.copy = match copy {
+            Err(object_store::Error::AlreadyExists { .. }) => intent::CopyHow::Conditional,
+            _ => intent::CopyHow::Inline,
+        };
+        Ok(())
     }
 
-    /// Finishes a multi-object operation an interrupted process left, if
-    /// its record is older than the lease.
-    fn recover(&self, path: &MemoryPath) -> StoreResult<()> {
+    /// Finishes a rename an interrupted process left, if its record is
+    /// older than the lease: takes the record over (a write conditional
+    /// on its ETag, so one recovering process wins), rolls it forward and
+    /// deletes it. `Ok(true)` while a live operation holds the record.
+    fn recover(&self, path: &MemoryPath) -> StoreResult<bool> {
         let store = Arc::clone(&self.store);
         let layout = self.layout.clone();
         let key = layout.own(keys::INTENT);
-        let lease = self.settings.lease;
+        let (lease, how) = (self.settings.lease, self.settings.copy);
         self.call(path, Sent::Write, async move {
             let meta = match store.head(&key).await {
                 Ok(m) => m,
@@ -224,19 +252,37 @@ impl CloudStore {
             if !intent::stale(meta.last_modified.into(), lease) {
                 return Ok(true);
             }
-            let body = match store.get(&key).await {
-                Ok(r) => r.bytes().await?,
-                Err(object_store::Error::NotFound { .. }) => return Ok(false),
-                Err(e) => return Err(e),
+            // A planted huge object is not read: it is no record of ours.
+            let body = if meta.size <= intent::MAX_RECORD {
+                match store.get(&key).await {
+                    Ok(r) => r.bytes().await?.to_vec(),
+                    Err(object_store::Error::NotFound { .. }) => return Ok(false),
+                    Err(e) => return Err(e),
+                }
+            } else {
+                Vec::new()
             };
-            if let Ok(record) = serde_json::from_slice::<intent::Intent>(&body) {
-                intent::roll_forward(Arc::clone(&store), layout, record).await?;
+            let record = serde_json::from_slice::<intent::Record>(&body).ok();
+            // Rewritten with a nonce of ours, so the ETag changes and a
+            // second recovering process's takeover fails.
+            let ours = record.clone().map_or_else(
+                || intent::nonce().into_bytes(),
+                |mut r| {
+                    r.owner = intent::nonce();
+                    serde_json::to_vec(&r).unwrap_or_else(|_| intent::nonce().into_bytes())
+                },
+            );
+            if !intent::take_over(&store, &meta, ours).await? {
+                return Ok(true); // another process is recovering it
+            }
+            let record = record.and_then(|r| r.intent.checked());
+            if let Some(record) = record {
+                intent::roll_forward(&store, &layout, record, how).await?;
             }
             match store.delete(&key).await {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(false),
                 Err(e) => Err(e),
             }
         })
-        .map(|_| ())
     }
 }

@@ -14,9 +14,9 @@ use futures_util::StreamExt;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use super::errors::Sent;
-use super::intent::{self, Intent};
-use super::listing::{all_below, any_below, bytes_below, children};
-use super::{CloudStore, cond, keys};
+use super::intent;
+use super::listing::{any_below, bytes_below, children};
+use super::{CloudStore, cond, keys, stash};
 use crate::path::MemoryPath;
 use crate::store::{
     Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Quota, StoreError,
@@ -32,7 +32,7 @@ enum Found {
 }
 
 impl CloudStore {
-    fn bucket(&self) -> Arc<dyn ObjectStore> {
+    pub(super) fn bucket(&self) -> Arc<dyn ObjectStore> {
         Arc::clone(&self.store)
     }
 
@@ -69,7 +69,7 @@ impl CloudStore {
     /// Checks that `path`'s parent is a directory or can become one: no
     /// ancestor is a file. One LIST when the parent exists (the common
     /// case), else a HEAD of each ancestor, together.
-    fn check_parents(&self, path: &MemoryPath) -> StoreResult<()> {
+    pub(super) fn check_parents(&self, path: &MemoryPath) -> StoreResult<()> {
         let Some(parent) = path.parent() else {
             return Ok(());
         };
@@ -186,16 +186,19 @@ impl CloudStore {
         for attempt in 0..cond::ATTEMPTS * 4 {
             let (store, key) = (Arc::clone(&store), key.clone());
             let taken = self.call(path, Sent::Write, async move {
-                match intent::create(&store, &key, Vec::new()).await {
+                match intent::create(&store, &key, intent::nonce().into_bytes()).await {
                     Ok(()) => Ok(true),
+                    // A lease left by a dead process is taken over by a
+                    // write on its ETag: of two that find it stale, one
+                    // takes it (deleting it would let both in).
                     Err(object_store::Error::AlreadyExists { .. }) => {
                         match store.head(&key).await {
                             Ok(m) if intent::stale(m.last_modified.into(), lease) => {
-                                let _ = store.delete(&key).await;
+                                intent::take_over(&store, &m, intent::nonce().into_bytes()).await
                             }
-                            _ => {}
+                            Ok(_) | Err(object_store::Error::NotFound { .. }) => Ok(false),
+                            Err(e) => Err(e),
                         }
-                        Ok(false)
                     }
                     Err(e) => Err(e),
                 }
@@ -223,58 +226,6 @@ impl CloudStore {
     fn bytes_in(&self, path: &MemoryPath, scope: &MemoryPath) -> StoreResult<u64> {
         let (store, key) = (self.bucket(), self.layout.key(scope));
         self.call(path, Sent::Read, bytes_below(store, key))
-    }
-
-    /// Runs a multi-object operation under its intent record.
-    fn under_intent(&self, path: &MemoryPath, record: Intent) -> StoreResult<()> {
-        let body = serde_json::to_vec(&record).map_err(|e| StoreError::Backend {
-            path: path.clone(),
-            source: Box::new(e),
-        })?;
-        let intent_key = self.layout.own(keys::INTENT);
-        for attempt in 0..cond::ATTEMPTS {
-            let (store, key, body) = (self.bucket(), intent_key.clone(), body.clone());
-            let created = self.call(path, Sent::Write, async move {
-                match intent::create(&store, &key, body).await {
-                    Ok(()) => Ok(true),
-                    Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
-                    Err(e) => Err(e),
-                }
-            })?;
-            if created {
-                let (store, layout, key) = (self.bucket(), self.layout.clone(), intent_key.clone());
-                return self.call(path, Sent::Write, async move {
-                    intent::roll_forward(Arc::clone(&store), layout, record).await?;
-                    store.delete(&key).await
-                });
-            }
-            // Another operation is under way, or one was interrupted:
-            // finish it once its lease is over, else wait.
-            self.recover(path)?;
-            cond::backoff(attempt.min(4));
-        }
-        Err(StoreError::Conflict { path: path.clone() })
-    }
-
-    /// The longest path below `dir`, in bytes after `dir`'s own.
-    fn deepest_below(&self, dir: &MemoryPath) -> StoreResult<usize> {
-        let (store, key) = (self.bucket(), self.layout.key(dir));
-        let metas = self.call(dir, Sent::Read, all_below(store, key))?;
-        let depth = dir.components().len();
-        Ok(metas
-            .iter()
-            .filter_map(|m| self.layout.relative(&m.location))
-            .map(|parts| {
-                let below = parts.get(depth..).unwrap_or_default();
-                // The marker names no entry: its directory is the path.
-                let below = match below.split_last() {
-                    Some((last, rest)) if last == keys::MARKER => rest,
-                    _ => below,
-                };
-                below.iter().map(|p| p.len() + 1).sum::<usize>()
-            })
-            .max()
-            .unwrap_or(0))
     }
 }
 
@@ -320,6 +271,7 @@ impl Read for ChunkReader {
 #[deny(clippy::missing_trait_methods)]
 impl MemoryStore for CloudStore {
     fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+        stash::clear();
         Ok(match self.find(path)? {
             Found::Dir => Some(Metadata {
                 kind: EntryKind::Directory,
@@ -336,6 +288,7 @@ impl MemoryStore for CloudStore {
     }
 
     fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+        stash::clear();
         let (data, meta) = self.get(path, limit)?;
         Ok(FileContent {
             data,
@@ -344,6 +297,7 @@ impl MemoryStore for CloudStore {
     }
 
     fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
+        stash::clear();
         if path.is_root() {
             return Err(StoreError::IsADirectory { path: path.clone() });
         }
@@ -369,18 +323,31 @@ impl MemoryStore for CloudStore {
                     at: 0,
                 }),
             }),
-            None if self.is_dir(path)? => Err(StoreError::IsADirectory { path: path.clone() }),
-            None => Err(StoreError::NotFound { path: path.clone() }),
+            None => {
+                // Is a directory there? The delimited listing answers, and
+                // is kept for the `list` a view sends next.
+                let (store, key) = (self.bucket(), self.layout.key(path));
+                let listed = self.call(path, Sent::Read, children(store, key.clone()))?;
+                if !listed.exists {
+                    return Err(StoreError::NotFound { path: path.clone() });
+                }
+                stash::keep(self.io.id(), key, listed);
+                Err(StoreError::IsADirectory { path: path.clone() })
+            }
         }
     }
 
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        stash::clear();
         self.write_checked(path, data, mode)
     }
 
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         let (store, key) = (self.bucket(), self.layout.key(dir));
-        let listed = self.call(dir, Sent::Read, children(store, key))?;
+        let listed = match stash::take(self.io.id(), &key) {
+            Some(kept) => kept,
+            None => self.call(dir, Sent::Read, children(store, key))?,
+        };
         if listed.exists || dir.is_root() {
             return Ok(listed.entries);
         }
@@ -391,48 +358,16 @@ impl MemoryStore for CloudStore {
     }
 
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+        stash::clear();
         if path.is_root() {
             return Err(StoreError::delete_root(path));
         }
-        match self.find(path)? {
-            Found::Nothing => Err(StoreError::NotFound { path: path.clone() }),
-            Found::Dir => self.under_intent(
-                path,
-                Intent::Delete {
-                    path: path.normalized(),
-                },
-            ),
-            Found::File(_) => {
-                let (store, layout, path2) = (self.bucket(), self.layout.clone(), path.clone());
-                self.call(path, Sent::Write, async move {
-                    intent::keep_parent(&store, &layout, &path2).await?;
-                    store.delete(&layout.key(&path2)).await
-                })
-            }
-        }
+        self.delete_entry(path)
     }
 
     fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        StoreError::check_rename(from, to)?;
-        let kind = match self.find(from)? {
-            Found::Nothing => return Err(StoreError::NotFound { path: from.clone() }),
-            Found::Dir => EntryKind::Directory,
-            Found::File(_) => EntryKind::File,
-        };
-        if to.is_root() || !matches!(self.find(to)?, Found::Nothing) {
-            return Err(StoreError::AlreadyExists { path: to.clone() });
-        }
-        if kind == EntryKind::Directory {
-            StoreError::check_depth(from, to, self.deepest_below(from)?)?;
-        }
-        self.check_parents(to)?;
-        self.under_intent(
-            from,
-            Intent::Rename {
-                from: from.normalized(),
-                to: to.normalized(),
-            },
-        )
+        stash::clear();
+        self.rename_entry(from, to)
     }
 
     fn update(
@@ -441,6 +376,7 @@ impl MemoryStore for CloudStore {
         limit: u64,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
+        stash::clear();
         for attempt in 0..cond::ATTEMPTS {
             if attempt > 0 {
                 cond::backoff(attempt);
@@ -460,6 +396,7 @@ impl MemoryStore for CloudStore {
     }
 
     fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        stash::clear();
         if path.is_root() {
             return Ok(false);
         }
@@ -477,6 +414,7 @@ impl MemoryStore for CloudStore {
     }
 
     fn total_size(&self) -> StoreResult<u64> {
+        stash::clear();
         let root = MemoryPath::root();
         self.bytes_in(&root, &root)
     }
@@ -488,6 +426,7 @@ impl MemoryStore for CloudStore {
         mode: WriteMode,
         quota: Quota<'_>,
     ) -> StoreResult<Version> {
+        stash::clear();
         self.with_quota_lock(path, || {
             let replaced = match (self.find(path)?, mode) {
                 (Found::File(_) | Found::Dir, WriteMode::Create) => {
@@ -512,6 +451,7 @@ impl MemoryStore for CloudStore {
         quota: Quota<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
+        stash::clear();
         self.with_quota_lock(path, || {
             for attempt in 0..cond::ATTEMPTS {
                 if attempt > 0 {
@@ -541,6 +481,7 @@ impl MemoryStore for CloudStore {
         path: &MemoryPath,
         still: &mut dyn FnMut(&Metadata) -> bool,
     ) -> StoreResult<bool> {
+        stash::clear();
         match self.stat(path)? {
             Some(m) if m.kind == EntryKind::File && still(&m) => {}
             _ => return Ok(false),
