@@ -7,10 +7,9 @@
 #![cfg(feature = "encryption")]
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use claude_memory::store::crypt::{CryptError, EncryptedStore, Key, Keyring, Passphrase};
+use claude_memory::store::crypt::{CryptError, EncryptedStore, Key, Keyring};
 use claude_memory::store::{
     Change, DirEntry, EntryKind, FileContent, FileReader, Metadata, Op, Quota, StoreError,
     StoreResult, Updated, Version, WriteMode,
@@ -361,9 +360,14 @@ fn a_second_writer_with_the_old_key_cannot_write_behind_a_rekey() {
 /// A passphrase file that group or others can read is refused, as a key
 /// file is (before: used); a FIFO is refused without blocking (before: the
 /// open hung reading it); a missing one is called a passphrase file.
+/// Unix only: the mode rule is a Unix permission check (Windows files
+/// have ACLs, which the key-file rules do not read).
+#[cfg(unix)]
 #[test]
 fn passphrase_files_are_held_to_key_file_rules() {
+    use claude_memory::store::crypt::Passphrase;
     use std::os::unix::fs::PermissionsExt;
+    use std::process::Command;
     let dir = tempfile::tempdir().expect("dir");
     let loose = dir.path().join("loose");
     std::fs::write(&loose, "correct horse\n").expect("write");

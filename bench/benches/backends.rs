@@ -118,6 +118,8 @@ fn edited(text: &str) -> String {
     text.replacen("fact 7 about", "FACT 7 about", 1)
 }
 
+/// Milliseconds since the epoch, as the SQL stores write `modified_ms`.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
