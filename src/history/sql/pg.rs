@@ -275,7 +275,7 @@ impl HistoryLog for PostgresLog {
     /// bytes leave its heap files (what stays in the WAL, backups and
     /// replicas: see the README). The rewrite needs the table's exclusive
     /// lock, which every tenant's appends and reads share: it waits at
-    /// most [`FULL_VACUUM_WAIT`] for it, so a busy database never stalls
+    /// most `FULL_VACUUM_WAIT` (2 s) for it, so a busy database never stalls
     /// (or times out) other sessions behind a prune, and otherwise
     /// vacuums in place (`VACUUM`, no exclusive lock: the rows are freed,
     /// their bytes may stay in free space until it is reused; the README
