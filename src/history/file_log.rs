@@ -61,6 +61,11 @@ struct FileState {
     /// The last batch appended: its ids, and where it starts and ends, so
     /// dropping it (a refused change) cuts it off instead of adding a line.
     last_batch: Option<(Vec<u64>, u64, u64)>,
+    /// Redactions and content changes made while [`HistoryLog::exclusive`]
+    /// holds the lock, written in one rewrite when it ends (or sooner, if
+    /// anything else writes): an operator's redaction of N versions costs
+    /// one rewrite of the journal, not N.
+    staged: Option<Vec<Revision>>,
 }
 
 /// The largest line a journal may hold that is read back: a version of a
@@ -118,6 +123,7 @@ impl FileLog {
                 last_id: 0,
                 held: false,
                 last_batch: None,
+                staged: None,
             }),
         };
         {
@@ -244,6 +250,69 @@ impl FileLog {
         Ok(())
     }
 
+    /// The versions as this handle sees them: its staged changes, else
+    /// the journal.
+    fn current(state: &FileState) -> Result<Vec<Revision>, HistoryError> {
+        match &state.staged {
+            Some(staged) => Ok(staged.clone()),
+            None => Self::read_all(state),
+        }
+    }
+
+    /// Writes the staged changes, if any, as the journal.
+    fn flush(&self, state: &mut FileState) -> Result<(), HistoryError> {
+        match state.staged.take() {
+            Some(versions) => self.rewrite(state, &versions),
+            None => Ok(()),
+        }
+    }
+
+    /// Changes `versions`, then rewrites the journal, or stages the change
+    /// while [`HistoryLog::exclusive`] holds the lock.
+    fn change_all(
+        &self,
+        state: &mut FileState,
+        edit: impl FnOnce(&mut Vec<Revision>) -> bool,
+    ) -> Result<bool, HistoryError> {
+        self.writable()?;
+        let mut versions = match state.staged.take() {
+            Some(staged) => staged,
+            None => Self::read_all(state)?,
+        };
+        let found = edit(&mut versions);
+        if state.held {
+            state.staged = Some(versions);
+            Ok(found)
+        } else {
+            self.rewrite(state, &versions).map(|()| found)
+        }
+    }
+
+    /// The versions with an id above `after`, reading only the journal's
+    /// tail from the first line that holds one (ids grow along the file),
+    /// so a writer catching up with others reads what they appended, not
+    /// the whole journal.
+    fn read_after(state: &FileState, after: u64) -> Result<Vec<Revision>, HistoryError> {
+        let start = tail_after(&state.file, after)?;
+        let mut versions = std::collections::BTreeMap::new();
+        each_line(
+            &state.file,
+            start,
+            &mut |line| match serde_json::from_slice::<Line>(line) {
+                Ok(Line::Version(r)) if r.id > after => {
+                    versions.insert(r.id, (*r).into_version());
+                }
+                Ok(Line::Drop { drop }) => {
+                    for id in drop {
+                        versions.remove(&id);
+                    }
+                }
+                _ => {}
+            },
+        )?;
+        Ok(versions.into_values().collect())
+    }
+
     fn read_all(state: &FileState) -> Result<Vec<Revision>, HistoryError> {
         let mut versions = std::collections::BTreeMap::new();
         each_line(&state.file, 0, &mut |line| {
@@ -280,6 +349,12 @@ impl FileLog {
         }
         match self.dir.replace(&text) {
             Ok(()) => {
+                // The old journal's inode is cut to nothing before it is
+                // let go: a hard link planted to it after it was opened, or
+                // another process still holding it open, keeps none of
+                // the erased content.
+                let _ = state.file.set_len(0);
+                let _ = state.file.sync_all();
                 let _ = state.file.unlock();
                 state.file = self.dir.journal(false)?;
                 lock_file(&state.file, false)?;
@@ -314,6 +389,60 @@ fn lock_file(file: &File, shared: bool) -> Result<(), HistoryError> {
     } else {
         file.lock().map_err(log_error)
     }
+}
+
+/// The id a journal line starts with (`{"id":N,` for a version,
+/// `{"last_id":N}` for a mark), from its first bytes.
+fn leading_id(head: &[u8]) -> Option<u64> {
+    let rest = head
+        .strip_prefix(b"{\"id\":")
+        .or_else(|| head.strip_prefix(b"{\"last_id\":"))?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+}
+
+/// Where the first line that may hold a version with an id above `after`
+/// starts: found by reading the journal backwards from its end until a
+/// line with an id at most `after` (0 if there is none).
+fn tail_after(file: &File, after: u64) -> Result<u64, HistoryError> {
+    const CHUNK: u64 = 64 * 1024;
+    let len = file.metadata().map_err(log_error)?.len();
+    let mut end = len;
+    // The start of the line after the one being looked at.
+    let mut next = len;
+    let mut buf = vec![0u8; CHUNK as usize];
+    let mut head = [0u8; 40];
+    while end > 0 {
+        let start = end.saturating_sub(CHUNK);
+        let n = usize::try_from(end - start).unwrap_or(0);
+        let mut reader = file;
+        reader.seek(SeekFrom::Start(start)).map_err(log_error)?;
+        reader.read_exact(&mut buf[..n]).map_err(log_error)?;
+        // Line starts in this chunk, last first (a line starts after a
+        // newline; the journal's first line at 0).
+        let mut starts: Vec<u64> = buf[..n]
+            .iter()
+            .enumerate()
+            .filter(|&(i, &b)| b == b'\n' && start + (i as u64) + 1 < len)
+            .map(|(i, _)| start + i as u64 + 1)
+            .collect();
+        if start == 0 {
+            starts.insert(0, 0);
+        }
+        for &line in starts.iter().rev() {
+            if line >= next {
+                continue;
+            }
+            reader.seek(SeekFrom::Start(line)).map_err(log_error)?;
+            let m = io::Read::read(&mut reader, &mut head).map_err(log_error)?;
+            if leading_id(&head[..m]).is_some_and(|id| id <= after) {
+                return Ok(next);
+            }
+            next = line;
+        }
+        end = start;
+    }
+    Ok(0)
 }
 
 /// Calls `f` with each line of `file` from `offset`, reading in chunks
@@ -357,10 +486,17 @@ fn each_line(file: &File, offset: u64, f: &mut dyn FnMut(&[u8])) -> Result<(), H
 impl HistoryLog for FileLog {
     fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
         self.locked(|state| {
+            self.flush(state)?;
             let mut lines = Vec::new();
             let mut id = state.last_id;
             for v in versions.iter_mut() {
-                id += 1;
+                // A planted line can claim the last id there is.
+                id = id.checked_add(1).ok_or_else(|| {
+                    HistoryError::Log(
+                        "the journal's version ids are used up (a line claims the highest id): refused"
+                            .into(),
+                    )
+                })?;
                 v.id = id;
                 serde_json::to_writer(
                     &mut lines,
@@ -378,7 +514,35 @@ impl HistoryLog for FileLog {
     }
 
     fn load(&self) -> Result<Vec<Revision>, HistoryError> {
-        self.locked(|state| Self::read_all(state))
+        self.locked(|state| Self::current(state))
+    }
+
+    /// Two passes over the journal, one line at a time: the dropped ids,
+    /// then the records (their content skipped, never decoded).
+    fn records(&self) -> Result<Vec<Revision>, HistoryError> {
+        self.locked(|state| {
+            if let Some(staged) = &state.staged {
+                return Ok(staged.iter().map(super::log::record_of).collect());
+            }
+            let mut dropped = std::collections::HashSet::new();
+            each_line(&state.file, 0, &mut |line| {
+                if line.starts_with(b"{\"drop\"")
+                    && let Ok(Line::Drop { drop }) = serde_json::from_slice::<Line>(line)
+                {
+                    dropped.extend(drop);
+                }
+            })?;
+            let mut out = std::collections::BTreeMap::new();
+            each_line(&state.file, 0, &mut |line| {
+                if line.starts_with(b"{\"id\"")
+                    && let Ok(head) = serde_json::from_slice::<Head>(line)
+                    && !dropped.contains(&head.id)
+                {
+                    out.insert(head.id, head.into_record());
+                }
+            })?;
+            Ok(out.into_values().collect())
+        })
     }
 
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
@@ -387,6 +551,17 @@ impl HistoryLog for FileLog {
         }
         self.locked(|state| {
             self.writable()?;
+            // An operator's change in progress (a prune): dropped from
+            // what it staged, written in its one rewrite.
+            if state.staged.is_some() {
+                let ids: std::collections::HashSet<u64> = ids.iter().copied().collect();
+                return self
+                    .change_all(state, |versions| {
+                        versions.retain(|v| !ids.contains(&v.id));
+                        true
+                    })
+                    .map(|_| ());
+            }
             // The batch just appended and nothing after it: cut it off, so
             // a refused change leaves nothing in the file.
             if let Some((batch, start, end)) = &state.last_batch
@@ -411,13 +586,13 @@ impl HistoryLog for FileLog {
 
     fn redact(&self, id: u64) -> Result<bool, HistoryError> {
         self.locked(|state| {
-            let mut versions = Self::read_all(state)?;
-            let Some(v) = versions.iter_mut().find(|v| v.id == id) else {
-                return Ok(false);
-            };
-            erase(v);
-            self.rewrite(state, &versions)?;
-            Ok(true)
+            self.change_all(state, |versions| {
+                versions
+                    .iter_mut()
+                    .find(|v| v.id == id)
+                    .map(erase)
+                    .is_some()
+            })
         })
     }
 
@@ -428,14 +603,16 @@ impl HistoryLog for FileLog {
         redacted: bool,
     ) -> Result<bool, HistoryError> {
         self.locked(|state| {
-            let mut versions = Self::read_all(state)?;
-            let Some(v) = versions.iter_mut().find(|v| v.id == id) else {
-                return Ok(false);
-            };
-            v.content = Some(content);
-            v.redacted = redacted;
-            self.rewrite(state, &versions)?;
-            Ok(true)
+            self.change_all(state, |versions| {
+                match versions.iter_mut().find(|v| v.id == id) {
+                    Some(v) => {
+                        v.content = Some(content);
+                        v.redacted = redacted;
+                        true
+                    }
+                    None => false,
+                }
+            })
         })
     }
 
@@ -443,7 +620,10 @@ impl HistoryLog for FileLog {
     /// pruned content leaves the file.
     fn compact(&self) -> Result<(), HistoryError> {
         self.locked(|state| {
-            let versions = Self::read_all(state)?;
+            let versions = match state.staged.take() {
+                Some(staged) => staged,
+                None => Self::read_all(state)?,
+            };
             self.rewrite(state, &versions)
         })
     }
@@ -476,13 +656,20 @@ impl HistoryLog for FileLog {
         };
         let _release = Release(self);
         change(last);
-        Ok(())
+        // What the change staged is written while the lock is still held.
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        self.flush(&mut state)
     }
 
     fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
-        let mut all = self.load()?;
-        all.retain(|v| v.id > after);
-        Ok(all)
+        self.locked(|state| {
+            if state.staged.is_some() {
+                let mut all = Self::current(state)?;
+                all.retain(|v| v.id > after);
+                return Ok(all);
+            }
+            Self::read_after(state, after)
+        })
     }
 }
 
@@ -526,6 +713,49 @@ struct Record {
     redacted: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     note: Option<String>,
+}
+
+/// A version line without its content (serde skips the `text` or
+/// `base64` field without keeping it).
+#[derive(Debug, Deserialize)]
+struct Head {
+    id: u64,
+    file: u64,
+    op: ChangeOp,
+    path: String,
+    #[serde(default)]
+    from: Option<String>,
+    time_ns: u64,
+    #[serde(default)]
+    actor: Option<String>,
+    #[serde(default)]
+    call: Option<String>,
+    sha256: String,
+    size: u64,
+    #[serde(default)]
+    redacted: bool,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+impl Head {
+    fn into_record(self) -> Revision {
+        Revision {
+            id: self.id,
+            file: self.file,
+            op: self.op,
+            path: self.path,
+            from: self.from,
+            time: super::from_nanos(self.time_ns),
+            actor: self.actor,
+            call: self.call,
+            sha256: self.sha256,
+            size: self.size,
+            content: None,
+            redacted: self.redacted,
+            note: self.note,
+        }
+    }
 }
 
 impl Record {
