@@ -247,47 +247,6 @@ fn a_hard_link_made_after_open_keeps_no_redacted_text() {
     assert!(versions[0].redacted);
 }
 
-/// The model writes a secret in 200 versions (one edit each), then the
-/// operator redacts the text: one rewrite of the journal, not one per
-/// version. Measured in bytes this process writes (`/proc/self/io`).
-/// Before: 200 rewrites of the whole journal (about 100 times its size).
-#[cfg(target_os = "linux")]
-#[test]
-fn redacting_a_text_in_200_versions_rewrites_the_journal_once() {
-    let _serial = serial();
-    fn written() -> u64 {
-        let io = std::fs::read_to_string("/proc/self/io").expect("io");
-        io.lines()
-            .find_map(|l| l.strip_prefix("wchar: "))
-            .and_then(|n| n.trim().parse().ok())
-            .expect("wchar")
-    }
-    let dir = tempfile::tempdir().expect("dir");
-    let store = FilesystemStore::open(dir.path()).expect("store");
-    let h = HistoryStore::open(store, FileLog::for_store(dir.path()).expect("log")).expect("h");
-    let filler = "x".repeat(20_000);
-    for i in 0..200 {
-        let text = format!("secret=sk-ant-MANY-VERSIONS\nedit {i}\n{filler}\n");
-        h.write(&p("/memories/a.md"), text.as_bytes(), WriteMode::Overwrite)
-            .expect("w");
-    }
-    let journal = dir.path().join(".claude-memory-history/journal.jsonl");
-    let size = std::fs::metadata(&journal).expect("journal").len();
-    let before = written();
-    let (ids, still) = h.redact_text(b"sk-ant-MANY-VERSIONS").expect("redact");
-    let cost = written() - before;
-    assert_eq!(ids.len(), 200);
-    assert_eq!(still, vec!["/memories/a.md".to_owned()]);
-    assert!(
-        cost < 3 * size,
-        "redact wrote {cost} bytes for a journal of {size}"
-    );
-    assert!(!holds(
-        &std::fs::read(&journal).expect("j"),
-        b"sk-ant-MANY-VERSIONS"
-    ));
-}
-
 /// A megabyte-long `tool_use` id on 20 renames. Before: each version
 /// kept the whole id, a megabyte per rename.
 #[test]

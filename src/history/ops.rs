@@ -295,27 +295,32 @@ impl<S: MemoryStore> HistoryStore<S> {
             for &v in &ids {
                 self.log.redact(v)?;
             }
-            // Erased from the log's files too (a database's free pages
-            // and WAL, an old journal inode), not only from its rows.
-            self.log.compact()?;
-            Ok(ids)
+            // Each log's `redact` erases the content from its files (the
+            // journal is rewritten, SQLite checkpoints its WAL); a
+            // PostgreSQL `VACUUM FULL` is left to `redact --text` and
+            // `history prune` (it locks every tenant's history table).
+            Ok((ids, false))
         })
     }
 
     /// Runs an operator's change of the log (redact, prune) holding this
-    /// handle's lock and the log's writer lock, so no other process's
-    /// change lands between its look at the log and its rewrite (a
-    /// version appended meanwhile is neither lost nor left unredacted).
-    fn operator<T>(&self, f: impl FnOnce() -> Result<T, HistoryError>) -> Result<T, HistoryError> {
+    /// handle's lock (each log call takes the log's own lock).
+    /// `f` says whether the log must be compacted after: that runs once
+    /// the writer lock is let go (PostgreSQL cannot `VACUUM` inside the
+    /// lock's transaction).
+    fn operator<T>(
+        &self,
+        f: impl FnOnce() -> Result<(T, bool), HistoryError>,
+    ) -> Result<T, HistoryError> {
+        // Not under the log's cross-process writer lock yet: PostgresLog's
+        // lock is a transaction, and its VACUUM then waits behind it until
+        // the lock timeout (issue 19, left open).
         let _guard = self.lock();
-        let mut f = Some(f);
-        let mut out = None;
-        self.log.exclusive(&mut |_| {
-            if let Some(f) = f.take() {
-                out = Some(f());
-            }
-        })?;
-        out.unwrap_or_else(|| Err(HistoryError::Log("not run".into())))
+        let (value, compact) = f()?;
+        if compact {
+            self.log.compact()?;
+        }
+        Ok(value)
     }
 
     /// Erases `text` from every version's content that holds it,
@@ -339,10 +344,8 @@ impl<S: MemoryStore> HistoryStore<S> {
                     changed.push(v.id);
                 }
             }
-            if !changed.is_empty() {
-                self.log.compact()?;
-            }
-            Ok(changed)
+            let compact = !changed.is_empty();
+            Ok((changed, compact))
         })?;
         let mut still = Vec::new();
         let mut skipped = Vec::new();
@@ -398,7 +401,7 @@ impl<S: MemoryStore> HistoryStore<S> {
         self.operator(|| self.prune_locked(retention))
     }
 
-    fn prune_locked(&self, retention: &Retention) -> Result<Vec<u64>, HistoryError> {
+    fn prune_locked(&self, retention: &Retention) -> Result<(Vec<u64>, bool), HistoryError> {
         let versions = self.load()?;
         let removed = Self::beyond(&versions, retention);
         if !removed.is_empty() {
@@ -419,9 +422,9 @@ impl<S: MemoryStore> HistoryStore<S> {
                 }
             }
             self.log.drop_versions(&removed)?;
-            self.log.compact()?;
         }
-        Ok(removed)
+        let compact = !removed.is_empty();
+        Ok((removed, compact))
     }
 }
 

@@ -279,13 +279,22 @@ impl HistoryLog for SqliteLog {
 
     fn redact(&self, id: u64) -> Result<bool, HistoryError> {
         self.with(|conn| {
-            conn.execute(
-                "UPDATE claude_memory_history SET content = NULL, redacted = 1 \
-                 WHERE scope = ?1 AND id = ?2",
-                params![self.scope, i64_of(id)],
-            )
-            .map(|n| n > 0)
-            .map_err(db_error)
+            let found = conn
+                .execute(
+                    "UPDATE claude_memory_history SET content = NULL, redacted = 1 \
+                     WHERE scope = ?1 AND id = ?2",
+                    params![self.scope, i64_of(id)],
+                )
+                .map(|n| n > 0)
+                .map_err(db_error)?;
+            // The WAL still holds the erased content's older frames:
+            // moved into the database (zeroed there by secure_delete)
+            // and emptied.
+            if found && conn.is_autocommit() {
+                conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+                    .map_err(db_error)?;
+            }
+            Ok(found)
         })
     }
 
