@@ -92,9 +92,6 @@ fn holds(raw: &[u8], needle: &[u8]) -> bool {
     raw.windows(needle.len()).any(|w| w == needle)
 }
 
-// Restore: after any sequence of calls, `restore --at T` gives exactly
-// the store as it was at T.
-
 /// The model renames in loops, moves directories, deletes and re-creates
 /// paths; the operator restores to every moment in turn. Before: a file
 /// renamed after T was written back at its old path and kept at its new
@@ -282,8 +279,6 @@ fn a_megabyte_tool_use_id_does_not_grow_every_version() {
     let kept = last.call.as_deref().expect("the call is kept");
     assert!(kept.starts_with("toolu_\u{1b}[2K") && kept.len() <= 260);
 }
-
-// A planted SQLite history file.
 
 /// A local process plants `m.db.claude-memory-history` as a symbolic
 /// link to a file outside (not there yet), as a FIFO, or as a hard link

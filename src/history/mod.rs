@@ -47,6 +47,7 @@
 
 mod file_log;
 mod journal_dir;
+mod journal_line;
 mod log;
 mod ops;
 mod repair;
