@@ -202,7 +202,7 @@ fn attack_2_planted_hard_link_and_sparse_file_are_skipped_by_repair() {
     let recorded = h.versions(&Query::default()).expect("versions");
     assert_eq!(recorded.len(), 1, "{recorded:?}");
     assert_eq!(recorded[0].path, "/memories/ok.md");
-    assert!(h.repair_report().to_string().contains("skipped 2 file(s)"));
+    assert!(h.repair_report().to_string().contains("skipped 2 files"));
 }
 
 // 3. Bounded disk.

@@ -6,11 +6,10 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
-use serde::{Deserialize, Serialize};
-
 use super::journal_dir::Dir;
+use super::journal_line::{Head, Line, Record, each_line, tail_after};
 use super::log::{HistoryLog, erase};
-use super::{ChangeOp, HistoryError, Revision};
+use super::{HistoryError, Revision};
 
 /// The reserved directory a [`FileLog`] uses inside a filesystem store's
 /// root: the store never lists it, and no memory path can name it.
@@ -61,20 +60,11 @@ struct FileState {
     /// The last batch appended: its ids, and where it starts and ends, so
     /// dropping it (a refused change) cuts it off instead of adding a line.
     last_batch: Option<(Vec<u64>, u64, u64)>,
-}
-
-/// The largest line a journal may hold that is read back: a version of a
-/// file of at most the store's file limit, as base64, plus its record.
-const MAX_LINE: usize = 64 * 1024 * 1024;
-
-fn json_len(text: &str) -> usize {
-    text.bytes()
-        .map(|b| match b {
-            b'"' | b'\\' | b'\n' | b'\t' | b'\r' | 0x08 | 0x0c => 2,
-            0..=0x1f => 6,
-            _ => 1,
-        })
-        .sum()
+    /// Redactions and content changes made while [`HistoryLog::exclusive`]
+    /// holds the lock, written in one rewrite when it ends (or sooner, if
+    /// anything else writes): an operator's redaction of N versions costs
+    /// one rewrite of the journal, not N.
+    staged: Option<Vec<Revision>>,
 }
 
 pub(super) fn log_error(e: impl std::fmt::Display) -> HistoryError {
@@ -118,6 +108,7 @@ impl FileLog {
                 last_id: 0,
                 held: false,
                 last_batch: None,
+                staged: None,
             }),
         };
         {
@@ -244,6 +235,69 @@ impl FileLog {
         Ok(())
     }
 
+    /// The versions as this handle sees them: its staged changes, else
+    /// the journal.
+    fn current(state: &FileState) -> Result<Vec<Revision>, HistoryError> {
+        match &state.staged {
+            Some(staged) => Ok(staged.clone()),
+            None => Self::read_all(state),
+        }
+    }
+
+    /// Writes the staged changes, if any, as the journal.
+    fn flush(&self, state: &mut FileState) -> Result<(), HistoryError> {
+        match state.staged.take() {
+            Some(versions) => self.rewrite(state, &versions),
+            None => Ok(()),
+        }
+    }
+
+    /// Changes `versions`, then rewrites the journal, or stages the change
+    /// while [`HistoryLog::exclusive`] holds the lock.
+    fn change_all(
+        &self,
+        state: &mut FileState,
+        edit: impl FnOnce(&mut Vec<Revision>) -> bool,
+    ) -> Result<bool, HistoryError> {
+        self.writable()?;
+        let mut versions = match state.staged.take() {
+            Some(staged) => staged,
+            None => Self::read_all(state)?,
+        };
+        let found = edit(&mut versions);
+        if state.held {
+            state.staged = Some(versions);
+            Ok(found)
+        } else {
+            self.rewrite(state, &versions).map(|()| found)
+        }
+    }
+
+    /// The versions with an id above `after`, reading only the journal's
+    /// tail from the first line that holds one (ids grow along the file),
+    /// so a writer catching up with others reads what they appended, not
+    /// the whole journal.
+    fn read_after(state: &FileState, after: u64) -> Result<Vec<Revision>, HistoryError> {
+        let start = tail_after(&state.file, after)?;
+        let mut versions = std::collections::BTreeMap::new();
+        each_line(
+            &state.file,
+            start,
+            &mut |line| match serde_json::from_slice::<Line>(line) {
+                Ok(Line::Version(r)) if r.id > after => {
+                    versions.insert(r.id, (*r).into_version());
+                }
+                Ok(Line::Drop { drop }) => {
+                    for id in drop {
+                        versions.remove(&id);
+                    }
+                }
+                _ => {}
+            },
+        )?;
+        Ok(versions.into_values().collect())
+    }
+
     fn read_all(state: &FileState) -> Result<Vec<Revision>, HistoryError> {
         let mut versions = std::collections::BTreeMap::new();
         each_line(&state.file, 0, &mut |line| {
@@ -280,6 +334,12 @@ impl FileLog {
         }
         match self.dir.replace(&text) {
             Ok(()) => {
+                // The old journal's inode is cut to nothing before it is
+                // let go: a hard link planted to it after it was opened, or
+                // another process still holding it open, keeps none of
+                // the erased content.
+                let _ = state.file.set_len(0);
+                let _ = state.file.sync_all();
                 let _ = state.file.unlock();
                 state.file = self.dir.journal(false)?;
                 lock_file(&state.file, false)?;
@@ -316,51 +376,20 @@ fn lock_file(file: &File, shared: bool) -> Result<(), HistoryError> {
     }
 }
 
-/// Calls `f` with each line of `file` from `offset`, reading in chunks
-/// (a line over [`MAX_LINE`] is skipped, never held whole).
-fn each_line(file: &File, offset: u64, f: &mut dyn FnMut(&[u8])) -> Result<(), HistoryError> {
-    let mut reader = io::BufReader::with_capacity(256 * 1024, file);
-    reader.seek(SeekFrom::Start(offset)).map_err(log_error)?;
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = io::BufRead::read_until(
-            &mut (&mut reader).take(MAX_LINE as u64 + 1),
-            b'\n',
-            &mut line,
-        )
-        .map_err(log_error)?;
-        if n == 0 {
-            return Ok(());
-        }
-        if line.len() > MAX_LINE {
-            // Skip the rest of an overlong line.
-            let mut sink = Vec::new();
-            loop {
-                sink.clear();
-                let m = io::BufRead::read_until(
-                    &mut (&mut reader).take(MAX_LINE as u64),
-                    b'\n',
-                    &mut sink,
-                )
-                .map_err(log_error)?;
-                if m == 0 || sink.last() == Some(&b'\n') {
-                    break;
-                }
-            }
-            continue;
-        }
-        f(line.strip_suffix(b"\n").unwrap_or(&line));
-    }
-}
-
 impl HistoryLog for FileLog {
     fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
         self.locked(|state| {
+            self.flush(state)?;
             let mut lines = Vec::new();
             let mut id = state.last_id;
             for v in versions.iter_mut() {
-                id += 1;
+                // A planted line can claim the last id there is.
+                id = id.checked_add(1).ok_or_else(|| {
+                    HistoryError::Log(
+                        "the journal's version ids are used up (a line claims the highest id): refused"
+                            .into(),
+                    )
+                })?;
                 v.id = id;
                 serde_json::to_writer(
                     &mut lines,
@@ -378,7 +407,35 @@ impl HistoryLog for FileLog {
     }
 
     fn load(&self) -> Result<Vec<Revision>, HistoryError> {
-        self.locked(|state| Self::read_all(state))
+        self.locked(|state| Self::current(state))
+    }
+
+    /// Two passes over the journal, one line at a time: the dropped ids,
+    /// then the records (their content skipped, never decoded).
+    fn records(&self) -> Result<Vec<Revision>, HistoryError> {
+        self.locked(|state| {
+            if let Some(staged) = &state.staged {
+                return Ok(staged.iter().map(super::log::record_of).collect());
+            }
+            let mut dropped = std::collections::HashSet::new();
+            each_line(&state.file, 0, &mut |line| {
+                if line.starts_with(b"{\"drop\"")
+                    && let Ok(Line::Drop { drop }) = serde_json::from_slice::<Line>(line)
+                {
+                    dropped.extend(drop);
+                }
+            })?;
+            let mut out = std::collections::BTreeMap::new();
+            each_line(&state.file, 0, &mut |line| {
+                if line.starts_with(b"{\"id\"")
+                    && let Ok(head) = serde_json::from_slice::<Head>(line)
+                    && !dropped.contains(&head.id)
+                {
+                    out.insert(head.id, head.into_record());
+                }
+            })?;
+            Ok(out.into_values().collect())
+        })
     }
 
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
@@ -387,6 +444,17 @@ impl HistoryLog for FileLog {
         }
         self.locked(|state| {
             self.writable()?;
+            // An operator's change in progress (a prune): dropped from
+            // what it staged, written in its one rewrite.
+            if state.staged.is_some() {
+                let ids: std::collections::HashSet<u64> = ids.iter().copied().collect();
+                return self
+                    .change_all(state, |versions| {
+                        versions.retain(|v| !ids.contains(&v.id));
+                        true
+                    })
+                    .map(|_| ());
+            }
             // The batch just appended and nothing after it: cut it off, so
             // a refused change leaves nothing in the file.
             if let Some((batch, start, end)) = &state.last_batch
@@ -411,13 +479,13 @@ impl HistoryLog for FileLog {
 
     fn redact(&self, id: u64) -> Result<bool, HistoryError> {
         self.locked(|state| {
-            let mut versions = Self::read_all(state)?;
-            let Some(v) = versions.iter_mut().find(|v| v.id == id) else {
-                return Ok(false);
-            };
-            erase(v);
-            self.rewrite(state, &versions)?;
-            Ok(true)
+            self.change_all(state, |versions| {
+                versions
+                    .iter_mut()
+                    .find(|v| v.id == id)
+                    .map(erase)
+                    .is_some()
+            })
         })
     }
 
@@ -428,14 +496,16 @@ impl HistoryLog for FileLog {
         redacted: bool,
     ) -> Result<bool, HistoryError> {
         self.locked(|state| {
-            let mut versions = Self::read_all(state)?;
-            let Some(v) = versions.iter_mut().find(|v| v.id == id) else {
-                return Ok(false);
-            };
-            v.content = Some(content);
-            v.redacted = redacted;
-            self.rewrite(state, &versions)?;
-            Ok(true)
+            self.change_all(state, |versions| {
+                match versions.iter_mut().find(|v| v.id == id) {
+                    Some(v) => {
+                        v.content = Some(content);
+                        v.redacted = redacted;
+                        true
+                    }
+                    None => false,
+                }
+            })
         })
     }
 
@@ -443,7 +513,10 @@ impl HistoryLog for FileLog {
     /// pruned content leaves the file.
     fn compact(&self) -> Result<(), HistoryError> {
         self.locked(|state| {
-            let versions = Self::read_all(state)?;
+            let versions = match state.staged.take() {
+                Some(staged) => staged,
+                None => Self::read_all(state)?,
+            };
             self.rewrite(state, &versions)
         })
     }
@@ -476,108 +549,21 @@ impl HistoryLog for FileLog {
         };
         let _release = Release(self);
         change(last);
-        Ok(())
+        // What the change staged is written while the lock is still held.
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        self.flush(&mut state)
     }
 
     fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
-        let mut all = self.load()?;
-        all.retain(|v| v.id > after);
-        Ok(all)
+        self.locked(|state| {
+            if state.staged.is_some() {
+                let mut all = Self::current(state)?;
+                all.retain(|v| v.id > after);
+                return Ok(all);
+            }
+            Self::read_after(state, after)
+        })
     }
 }
 
 pub(super) const TMP: &str = "journal.jsonl.tmp";
-/// One journal line.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(untagged)]
-enum Line {
-    Version(Box<Record>),
-    Drop {
-        drop: Vec<u64>,
-    },
-    /// The last id given out, first in a rewritten journal, so no id is
-    /// reused after the versions holding the highest ones are gone.
-    Mark {
-        last_id: u64,
-    },
-}
-
-/// A version as stored: content as text when it is UTF-8, else base64.
-#[derive(Debug, Serialize, Deserialize)]
-struct Record {
-    id: u64,
-    file: u64,
-    op: ChangeOp,
-    path: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    from: Option<String>,
-    time_ns: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    actor: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    call: Option<String>,
-    sha256: String,
-    size: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    text: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    base64: Option<String>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    redacted: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    note: Option<String>,
-}
-
-impl Record {
-    fn from_version(v: &Revision) -> Record {
-        // Text when JSON writes it at most a third longer (base64's
-        // cost), else base64: control characters, which JSON writes as
-        // six bytes each, never multiply the content's size.
-        let (text, base64) = match &v.content {
-            None => (None, None),
-            Some(data) => match std::str::from_utf8(data) {
-                Ok(t) if json_len(t) <= t.len() + t.len() / 3 + 4 => (Some(t.to_owned()), None),
-                _ => (None, Some(crate::base64::encode(data))),
-            },
-        };
-        Record {
-            id: v.id,
-            file: v.file,
-            op: v.op,
-            path: v.path.clone(),
-            from: v.from.clone(),
-            time_ns: super::to_nanos(v.time),
-            actor: v.actor.clone(),
-            call: v.call.clone(),
-            sha256: v.sha256.clone(),
-            size: v.size,
-            text,
-            base64,
-            redacted: v.redacted,
-            note: v.note.clone(),
-        }
-    }
-
-    fn into_version(self) -> Revision {
-        let content = match (self.text, self.base64) {
-            (Some(t), _) => Some(t.into_bytes()),
-            (None, Some(b)) => crate::base64::decode(&b),
-            (None, None) => None,
-        };
-        Revision {
-            id: self.id,
-            file: self.file,
-            op: self.op,
-            path: self.path,
-            from: self.from,
-            time: super::from_nanos(self.time_ns),
-            actor: self.actor,
-            call: self.call,
-            sha256: self.sha256,
-            size: self.size,
-            content,
-            redacted: self.redacted,
-            note: self.note,
-        }
-    }
-}

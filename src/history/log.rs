@@ -21,6 +21,19 @@ pub trait HistoryLog: Send + Sync {
     /// Every version, by ascending id.
     fn load(&self) -> Result<Vec<Revision>, HistoryError>;
 
+    /// Every version's record without its content (`content` is `None`,
+    /// `redacted` as stored), by ascending id: what a listing needs, in a
+    /// few hundred bytes a version instead of the whole history's
+    /// content. The default loads everything and drops the content; the
+    /// crate's logs read no content at all.
+    fn records(&self) -> Result<Vec<Revision>, HistoryError> {
+        let mut all = self.load()?;
+        for v in &mut all {
+            v.content = None;
+        }
+        Ok(all)
+    }
+
     /// Removes versions (a failed change's, or pruned ones).
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError>;
 
@@ -81,6 +94,9 @@ impl<T: HistoryLog + ?Sized> HistoryLog for $ty<T> {
     fn load(&self) -> Result<Vec<Revision>, HistoryError> {
         (**self).load()
     }
+    fn records(&self) -> Result<Vec<Revision>, HistoryError> {
+        (**self).records()
+    }
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
         (**self).drop_versions(ids)
     }
@@ -112,44 +128,178 @@ use std::sync::Arc;
 forward_log!(Arc, Box);
 
 /// A log in memory, for [`InMemoryStore`](crate::InMemoryStore) and tests.
-#[derive(Debug, Default)]
+///
+/// **Bounded.** It holds at most [`capacity`](Self::with_capacity) bytes
+/// of content ([`DEFAULT_MEMORY_LOG_CAP`], 64 MiB, unless set): past it,
+/// the oldest versions go first, as [`HistoryStore::prune`](super::HistoryStore::prune)
+/// would remove them (never the latest version of a file, whose content
+/// a later rename or delete may hand on), and [`evicted`](Self::evicted)
+/// counts them. So a model editing a 1 MB file 300 times keeps the
+/// process at the cap, not at 300 MB. An in-memory log is gone when the
+/// process ends anyway; for evidence that must survive a flood, use a
+/// durable log ([`FileLog`](super::FileLog), the SQL logs) and explicit
+/// retention.
+#[derive(Debug)]
 pub struct MemoryLog {
-    state: Mutex<(u64, Vec<Revision>)>,
+    state: Mutex<MemoryState>,
+    cap: usize,
+}
+
+#[derive(Debug, Default)]
+struct MemoryState {
+    last_id: u64,
+    versions: std::collections::VecDeque<Revision>,
+    /// Bytes of content held.
+    held: usize,
+    evicted: u64,
+}
+
+/// The default cap of a [`MemoryLog`]'s content: 64 MiB.
+pub const DEFAULT_MEMORY_LOG_CAP: usize = 64 * 1024 * 1024;
+
+impl Default for MemoryLog {
+    fn default() -> Self {
+        Self::with_capacity(DEFAULT_MEMORY_LOG_CAP)
+    }
 }
 
 impl MemoryLog {
-    /// An empty log.
+    /// An empty log, holding at most [`DEFAULT_MEMORY_LOG_CAP`] bytes of
+    /// content.
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// An empty log holding at most `bytes` of content (the latest
+    /// version of every file is kept even past it).
+    pub fn with_capacity(bytes: usize) -> Self {
+        MemoryLog {
+            state: Mutex::new(MemoryState::default()),
+            cap: bytes,
+        }
+    }
+
+    /// How many versions the cap has removed so far.
+    pub fn evicted(&self) -> u64 {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .evicted
+    }
+}
+
+/// What a version costs the log: its content and its record.
+fn held(v: &Revision) -> usize {
+    let text = |t: &Option<String>| t.as_ref().map_or(0, String::len);
+    128 + v.content.as_ref().map_or(0, Vec::len)
+        + v.path.len()
+        + text(&v.from)
+        + text(&v.actor)
+        + text(&v.call)
+        + text(&v.note)
+}
+
+impl MemoryState {
+    /// Removes the oldest versions until the content fits `cap`, never
+    /// the latest version of a file; a kept version of the same file
+    /// that refers to a removed one's content (a rename, a delete) gets
+    /// it first.
+    fn evict(&mut self, cap: usize) {
+        if self.held <= cap {
+            return;
+        }
+        // Down to three quarters of the cap, so eviction (a pass over the
+        // log) runs once per quarter of the cap appended, not per append.
+        let target = cap - cap / 4;
+        // The latest version of each file (the ones never removed).
+        let mut latest: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+        for v in &self.versions {
+            latest.insert(file_of(v), v.id);
+        }
+        let mut i = 0;
+        while self.held > target && i < self.versions.len() {
+            let v = &self.versions[i];
+            let file = file_of(v);
+            if latest.get(&file) == Some(&v.id) {
+                i += 1;
+                continue;
+            }
+            let Some(gone) = self.versions.remove(i) else {
+                break;
+            };
+            self.held = self.held.saturating_sub(held(&gone));
+            self.evicted += 1;
+            // Hand the content on to the next version of the same file
+            // that refers to it (no content, not redacted, same hash).
+            if let Some(content) = gone.content
+                && let Some(next) = self
+                    .versions
+                    .iter_mut()
+                    .skip(i)
+                    .find(|n| file_of(n) == file)
+                && next.content.is_none()
+                && !next.redacted
+                && next.sha256 == gone.sha256
+            {
+                self.held += content.len();
+                next.content = Some(content);
+            }
+        }
+    }
+}
+
+fn file_of(v: &Revision) -> u64 {
+    if v.file == 0 { v.id } else { v.file }
 }
 
 impl HistoryLog for MemoryLog {
     fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         for v in versions.iter_mut() {
-            state.0 += 1;
-            v.id = state.0;
-            state.1.push(v.clone());
+            state.last_id += 1;
+            v.id = state.last_id;
+            state.held += held(v);
+            state.versions.push_back(v.clone());
         }
+        state.evict(self.cap);
         Ok(())
     }
 
     fn load(&self) -> Result<Vec<Revision>, HistoryError> {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(state.1.clone())
+        Ok(state.versions.iter().cloned().collect())
+    }
+
+    fn records(&self) -> Result<Vec<Revision>, HistoryError> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(state.versions.iter().map(record_of).collect())
     }
 
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
         let ids: std::collections::HashSet<u64> = ids.iter().copied().collect();
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.1.retain(|v| !ids.contains(&v.id));
+        let mut freed = 0;
+        state.versions.retain(|v| {
+            let gone = ids.contains(&v.id);
+            if gone {
+                freed += held(v);
+            }
+            !gone
+        });
+        state.held = state.held.saturating_sub(freed);
         Ok(())
     }
 
     fn redact(&self, id: u64) -> Result<bool, HistoryError> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(state.1.iter_mut().find(|v| v.id == id).map(erase).is_some())
+        let Some(v) = state.versions.iter_mut().find(|v| v.id == id) else {
+            return Ok(false);
+        };
+        let before = held(v);
+        erase(v);
+        let after = held(v);
+        state.held = state.held.saturating_sub(before) + after;
+        Ok(true)
     }
 
     fn replace_content(
@@ -159,21 +309,57 @@ impl HistoryLog for MemoryLog {
         redacted: bool,
     ) -> Result<bool, HistoryError> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(match state.1.iter_mut().find(|v| v.id == id) {
-            Some(v) => {
-                v.content = Some(content);
-                v.redacted = redacted;
-                true
-            }
-            None => false,
-        })
+        let Some(v) = state.versions.iter_mut().find(|v| v.id == id) else {
+            return Ok(false);
+        };
+        let before = held(v);
+        v.content = Some(content);
+        v.redacted = redacted;
+        let after = held(v);
+        state.held = state.held.saturating_sub(before) + after;
+        state.evict(self.cap);
+        Ok(true)
     }
 
     /// In-process only: the caller's lock is enough.
     fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
-        let last = self.state.lock().unwrap_or_else(PoisonError::into_inner).0;
+        let last = self
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .last_id;
         change(last);
         Ok(())
+    }
+
+    /// The versions above `after` only (a clone of them, not of the log).
+    fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(state
+            .versions
+            .iter()
+            .filter(|v| v.id > after)
+            .cloned()
+            .collect())
+    }
+}
+
+/// A version's record: a copy without its content.
+pub(super) fn record_of(v: &Revision) -> Revision {
+    Revision {
+        id: v.id,
+        file: v.file,
+        op: v.op,
+        path: v.path.clone(),
+        from: v.from.clone(),
+        time: v.time,
+        actor: v.actor.clone(),
+        call: v.call.clone(),
+        sha256: v.sha256.clone(),
+        size: v.size,
+        content: None,
+        redacted: v.redacted,
+        note: v.note.clone(),
     }
 }
 

@@ -47,6 +47,7 @@
 
 mod file_log;
 mod journal_dir;
+mod journal_line;
 mod log;
 mod ops;
 mod repair;
@@ -60,12 +61,12 @@ use std::cell::RefCell;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use self::file_log::{FileLog, HISTORY_DIR};
-pub use self::log::{HistoryLog, MemoryLog};
+pub use self::log::{DEFAULT_MEMORY_LOG_CAP, HistoryLog, MemoryLog};
 #[cfg(feature = "postgres")]
 pub use self::sql::PostgresLog;
 #[cfg(feature = "sqlite")]
 pub use self::sql::SqliteLog;
-pub use self::store::{DEFAULT_FILE_LIMIT, HistoryStore};
+pub use self::store::{DEFAULT_FILE_LIMIT, HistoryStore, MAX_CALL_LEN};
 pub use self::version::{
     ChangeOp, HistoryError, Query, RepairReport, RestoreReport, Retention, Revision, SkipReason,
 };

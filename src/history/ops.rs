@@ -14,34 +14,41 @@ use crate::path::MemoryPath;
 use crate::store::{MemoryStore, StoreError, WriteMode};
 
 impl<S: MemoryStore> HistoryStore<S> {
-    /// Versions matching `query`, ids ascending.
+    /// Versions matching `query`, ids ascending, with their content
+    /// (the whole history is read: for a listing, use
+    /// [`records`](Self::records)).
     pub fn versions(&self, query: &Query) -> Result<Vec<Revision>, HistoryError> {
-        let versions = self.load()?;
-        let files: Option<BTreeSet<u64>> = query.path.as_ref().map(|p| {
-            let p = p.normalized();
-            versions
-                .iter()
-                .filter(|v| touched(v).any(|t| *t == p))
-                .map(|v| v.file)
-                .collect()
-        });
-        let prefix = query.prefix.as_ref().map(MemoryPath::normalized);
-        Ok(versions
-            .into_iter()
-            .filter(|v| files.as_ref().is_none_or(|f| f.contains(&v.file)))
-            .filter(|v| {
-                prefix
-                    .as_ref()
-                    .is_none_or(|pre| touched(v).any(|t| under(t, pre)))
-            })
-            .filter(|v| query.since.is_none_or(|t| v.time >= t))
-            .filter(|v| query.until.is_none_or(|t| v.time <= t))
-            .filter(|v| {
-                query.actor.as_ref().is_none_or(|a| {
-                    v.actor.as_deref() == Some(a.as_str()) || v.call.as_deref() == Some(a.as_str())
-                })
-            })
-            .collect())
+        Ok(matching(self.load()?, query))
+    }
+
+    /// The records of the versions matching `query`, ids ascending,
+    /// without their content (`content` is `None`; `redacted` says
+    /// whether it was erased): what `claude-memory history` lists. No
+    /// content is read, so memory is a few hundred bytes a version,
+    /// whatever the files' sizes.
+    pub fn records(&self, query: &Query) -> Result<Vec<Revision>, HistoryError> {
+        let mut records = self.log.records()?;
+        records.sort_by_key(|v| v.id);
+        // As `resolve` does for content: a version that refers to its
+        // file's previous one (a rename, a delete) is redacted with it.
+        let mut last: std::collections::HashMap<u64, (String, bool)> =
+            std::collections::HashMap::new();
+        for v in &mut records {
+            if v.file == 0 {
+                v.file = v.id;
+            }
+            if let Some((sha, redacted)) = last.get(&v.file)
+                && *redacted
+                && !v.redacted
+                && *sha == v.sha256
+                && v.note.as_deref() != Some(super::store::UNREADABLE)
+                && matches!(v.op, ChangeOp::Renamed | ChangeOp::Deleted)
+            {
+                v.redacted = true;
+            }
+            last.insert(v.file, (v.sha256.clone(), v.redacted));
+        }
+        Ok(matching(records, query))
     }
 
     /// One version.
@@ -182,35 +189,35 @@ impl<S: MemoryStore> HistoryStore<S> {
         }
         then.retain(|p, _| under(p, &pre));
         // A live file the history does not have at `at` is deleted only
-        // if the history dates its creation after `at`: its file's first
-        // version is a `created` one (not a baseline or repair) made after
-        // `at`. A file whose first versions were pruned, or whose history
-        // starts with a baseline, is left alone: nothing says it was
-        // missing then.
-        let mut first: BTreeMap<u64, &Revision> = BTreeMap::new();
-        let mut file_at: BTreeMap<&str, u64> = BTreeMap::new();
+        // if the history knows its path was empty then: the path's first
+        // event in the history is at or before `at` (the replay above is
+        // then complete for it), or it is an arrival dated after `at` (a
+        // `created` version that is not a baseline or a repair, or a
+        // rename onto the path). A path whose history starts later with a
+        // baseline, a repair, or an edit (its earlier versions pruned) is
+        // left alone: nothing says it was empty then. (Dating the path,
+        // not the file, is what makes a file renamed after `at` go back
+        // to its old path instead of living at both.)
+        let mut first_at: BTreeMap<&str, &Revision> = BTreeMap::new();
         for v in &versions {
-            first.entry(v.file).or_insert(v);
-            if let Some(from) = &v.from {
-                file_at.remove(from.as_str());
+            for p in touched(v) {
+                first_at.entry(p.as_str()).or_insert(v);
             }
-            match v.op {
-                ChangeOp::Deleted => file_at.remove(v.path.as_str()),
-                _ => file_at.insert(v.path.as_str(), v.file),
-            };
         }
         let created_after = |path: &str| {
-            file_at
-                .get(path)
-                .and_then(|id| first.get(id))
-                .is_some_and(|v| {
-                    v.time > at
-                        && v.op == ChangeOp::Created
-                        && !v
-                            .note
-                            .as_deref()
-                            .is_some_and(|n| n.starts_with("baseline") || n.starts_with("repair"))
-                })
+            first_at.get(path).is_some_and(|v| {
+                if v.time <= at {
+                    return true;
+                }
+                match v.op {
+                    ChangeOp::Created => !v
+                        .note
+                        .as_deref()
+                        .is_some_and(|n| n.starts_with("baseline") || n.starts_with("repair")),
+                    ChangeOp::Renamed => v.path == path,
+                    ChangeOp::Modified | ChangeOp::Deleted => false,
+                }
+            })
         };
         let mut unreadable = Vec::new();
         let live = self.live(prefix, &mut unreadable)?;
@@ -271,23 +278,49 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// operation, time, actor, sha256, size) stay. Returns the ids erased,
     /// `id` first.
     pub fn redact(&self, id: u64) -> Result<Vec<u64>, HistoryError> {
-        let _guard = self.lock();
-        let versions = self.load()?;
-        let target = versions
-            .iter()
-            .find(|v| v.id == id)
-            .ok_or(HistoryError::NoSuchVersion(id))?;
-        let mut ids = vec![id];
-        ids.extend(
-            versions
+        self.operator(|| {
+            let versions = self.load()?;
+            let target = versions
                 .iter()
-                .filter(|v| v.id != id && v.sha256 == target.sha256 && v.content.is_some())
-                .map(|v| v.id),
-        );
-        for &v in &ids {
-            self.log.redact(v)?;
+                .find(|v| v.id == id)
+                .ok_or(HistoryError::NoSuchVersion(id))?;
+            let mut ids = vec![id];
+            ids.extend(
+                versions
+                    .iter()
+                    .filter(|v| v.id != id && v.sha256 == target.sha256 && v.content.is_some())
+                    .map(|v| v.id),
+            );
+            drop(versions);
+            for &v in &ids {
+                self.log.redact(v)?;
+            }
+            // Each log's `redact` erases the content from its files (the
+            // journal is rewritten, SQLite checkpoints its WAL); the
+            // compaction after is PostgreSQL's `VACUUM`, which waits at
+            // most 2 s for the shared table's lock (see `PostgresLog`).
+            Ok((ids, true))
+        })
+    }
+
+    /// Runs an operator's change of the log (redact, prune) holding this
+    /// handle's lock (each log call takes the log's own lock).
+    /// `f` says whether the log must be compacted after: that runs once
+    /// the writer lock is let go (PostgreSQL cannot `VACUUM` inside the
+    /// lock's transaction).
+    fn operator<T>(
+        &self,
+        f: impl FnOnce() -> Result<(T, bool), HistoryError>,
+    ) -> Result<T, HistoryError> {
+        // Not under the log's cross-process writer lock yet: PostgresLog's
+        // lock is a transaction, and its VACUUM then waits behind it until
+        // the lock timeout (issue 19, left open).
+        let _guard = self.lock();
+        let (value, compact) = f()?;
+        if compact {
+            self.log.compact()?;
         }
-        Ok(ids)
+        Ok(value)
     }
 
     /// Erases `text` from every version's content that holds it,
@@ -302,18 +335,18 @@ impl<S: MemoryStore> HistoryStore<S> {
                 "nothing to redact: the text is empty".into(),
             ));
         }
-        let _guard = self.lock();
-        let mut changed = Vec::new();
-        for v in self.log.load()? {
-            let Some(content) = &v.content else { continue };
-            if let Some(cut) = cut_out(content, text) {
-                self.log.replace_content(v.id, cut, true)?;
-                changed.push(v.id);
+        let changed = self.operator(|| {
+            let mut changed = Vec::new();
+            for v in self.log.load()? {
+                let Some(content) = &v.content else { continue };
+                if let Some(cut) = cut_out(content, text) {
+                    self.log.replace_content(v.id, cut, true)?;
+                    changed.push(v.id);
+                }
             }
-        }
-        if !changed.is_empty() {
-            self.log.compact()?;
-        }
+            let compact = !changed.is_empty();
+            Ok((changed, compact))
+        })?;
         let mut still = Vec::new();
         let mut skipped = Vec::new();
         self.each_live(&MemoryPath::root(), &mut skipped, &mut |p, d| {
@@ -365,7 +398,10 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// refers to for its content (a rename, a delete) hands its content
     /// on to it first, so no kept version loses its content.
     pub fn prune(&self, retention: &Retention) -> Result<Vec<u64>, HistoryError> {
-        let _guard = self.lock();
+        self.operator(|| self.prune_locked(retention))
+    }
+
+    fn prune_locked(&self, retention: &Retention) -> Result<(Vec<u64>, bool), HistoryError> {
         let versions = self.load()?;
         let removed = Self::beyond(&versions, retention);
         if !removed.is_empty() {
@@ -386,10 +422,39 @@ impl<S: MemoryStore> HistoryStore<S> {
                 }
             }
             self.log.drop_versions(&removed)?;
-            self.log.compact()?;
         }
-        Ok(removed)
+        let compact = !removed.is_empty();
+        Ok((removed, compact))
     }
+}
+
+/// The versions of `versions` matching `query`.
+fn matching(versions: Vec<Revision>, query: &Query) -> Vec<Revision> {
+    let files: Option<BTreeSet<u64>> = query.path.as_ref().map(|p| {
+        let p = p.normalized();
+        versions
+            .iter()
+            .filter(|v| touched(v).any(|t| *t == p))
+            .map(|v| v.file)
+            .collect()
+    });
+    let prefix = query.prefix.as_ref().map(MemoryPath::normalized);
+    versions
+        .into_iter()
+        .filter(|v| files.as_ref().is_none_or(|f| f.contains(&v.file)))
+        .filter(|v| {
+            prefix
+                .as_ref()
+                .is_none_or(|pre| touched(v).any(|t| under(t, pre)))
+        })
+        .filter(|v| query.since.is_none_or(|t| v.time >= t))
+        .filter(|v| query.until.is_none_or(|t| v.time <= t))
+        .filter(|v| {
+            query.actor.as_ref().is_none_or(|a| {
+                v.actor.as_deref() == Some(a.as_str()) || v.call.as_deref() == Some(a.as_str())
+            })
+        })
+        .collect()
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {

@@ -43,7 +43,33 @@ fn left_at<'a>(v: &'a Revision, path: &str) -> Option<&'a str> {
     }
 }
 
+/// The most content repair holds before it appends what it has.
+const BATCH_BYTES: usize = 4 * 1024 * 1024;
+
 impl<S: MemoryStore> HistoryStore<S> {
+    /// Appends repair's `missing` versions (if any), keeping their records
+    /// without content in `versions` for the replay.
+    fn record(
+        &self,
+        missing: &mut Vec<Revision>,
+        versions: &mut Vec<Revision>,
+        report: &mut RepairReport,
+    ) -> Result<(), HistoryError> {
+        if missing.is_empty() {
+            return Ok(());
+        }
+        self.log.append(missing)?;
+        for mut v in missing.drain(..) {
+            if v.file == 0 {
+                v.file = v.id;
+            }
+            v.content = None;
+            report.recorded.push(v.id);
+            versions.push(v);
+        }
+        Ok(())
+    }
+
     /// Repair on open, under the log's writer lock (no other process's
     /// change is half made meanwhile). Linear in the versions and the live
     /// files: each path's versions are indexed once, and dropping a
@@ -63,7 +89,8 @@ impl<S: MemoryStore> HistoryStore<S> {
         index: &mut super::store::Index,
         last: u64,
     ) -> Result<RepairReport, HistoryError> {
-        let mut versions = self.load()?;
+        // Records only: repair compares hashes, it reads no content.
+        let mut versions = self.load_records()?;
         let baseline = versions.is_empty();
         let mut report = RepairReport {
             baseline,
@@ -74,7 +101,7 @@ impl<S: MemoryStore> HistoryStore<S> {
         self.each_live(&MemoryPath::root(), &mut report.skipped, &mut |p, d| {
             live.insert(p, sha256_hex(&d));
         })?;
-        let skipped: BTreeSet<&str> = report.skipped.iter().map(|(p, _)| p.as_str()).collect();
+        let skipped: BTreeSet<String> = report.skipped.iter().map(|(p, _)| p.clone()).collect();
         // Each path's versions, in id order.
         let mut by_path: HashMap<&str, Vec<usize>> = HashMap::new();
         for (i, v) in versions.iter().enumerate() {
@@ -90,7 +117,7 @@ impl<S: MemoryStore> HistoryStore<S> {
         let mut dropped = Vec::new();
         for (i, v) in versions.iter().enumerate().rev() {
             let paths: Vec<&str> = touched(v).map(String::as_str).collect();
-            if paths.iter().any(|p| skipped.contains(p)) {
+            if paths.iter().any(|p| skipped.contains(*p)) {
                 continue; // cannot tell
             }
             let newest = paths
@@ -126,6 +153,7 @@ impl<S: MemoryStore> HistoryStore<S> {
             "repair: changed without a version (outside the history, or its version was lost)"
         };
         let mut missing = Vec::new();
+        let mut held = 0usize;
         let paths: BTreeSet<&String> = expected.keys().chain(live.keys()).collect();
         for path in paths {
             if skipped.contains(path.as_str()) || expected.get(path).map(|e| &e.0) == live.get(path)
@@ -162,18 +190,16 @@ impl<S: MemoryStore> HistoryStore<S> {
             };
             v.call = None;
             v.note = Some(note.to_owned());
+            held += v.content.as_ref().map_or(0, Vec::len);
             missing.push(v);
-        }
-        if !missing.is_empty() {
-            self.log.append(&mut missing)?;
-            for v in &mut missing {
-                if v.file == 0 {
-                    v.file = v.id;
-                }
+            // Appended in batches of bounded size (a baseline of a large
+            // store holds one batch's content in memory, not the store's).
+            if held >= BATCH_BYTES {
+                self.record(&mut missing, &mut versions, &mut report)?;
+                held = 0;
             }
-            report.recorded = missing.iter().map(|v| v.id).collect();
-            versions.extend(missing);
         }
+        self.record(&mut missing, &mut versions, &mut report)?;
         index.seen = versions.last().map_or(0, |v| v.id).max(last);
         index.files = replay(&versions)
             .into_iter()

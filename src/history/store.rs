@@ -108,7 +108,7 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// [`open`](Self::open) to make them.
     pub fn inspect(inner: S, log: impl HistoryLog + 'static) -> Result<Self, HistoryError> {
         let store = Self::new(inner, log, DEFAULT_FILE_LIMIT);
-        let versions = store.load()?;
+        let versions = store.load_records()?;
         let mut index = store.lock();
         index.seen = versions.last().map_or(0, |v| v.id);
         index.files = replay(&versions)
@@ -152,6 +152,20 @@ impl<S: MemoryStore> HistoryStore<S> {
         let mut versions = self.log.load()?;
         versions.sort_by_key(|v| v.id);
         resolve(&mut versions);
+        Ok(versions)
+    }
+
+    /// Every version's record (no content), ids ascending, file ids
+    /// filled in: what replaying the history needs, without reading any
+    /// version's content.
+    pub(super) fn load_records(&self) -> Result<Vec<Revision>, HistoryError> {
+        let mut versions = self.log.records()?;
+        versions.sort_by_key(|v| v.id);
+        for v in &mut versions {
+            if v.file == 0 {
+                v.file = v.id;
+            }
+        }
         Ok(versions)
     }
 
@@ -215,7 +229,7 @@ impl<S: MemoryStore> HistoryStore<S> {
             from,
             time: SystemTime::now(),
             actor: self.label.clone(),
-            call: CALL.with(|c| c.borrow().clone()),
+            call: CALL.with(|c| c.borrow().as_deref().map(bounded_call)),
             sha256: sha256_hex(data),
             size: data.len() as u64,
             content: Some(data.to_vec()),
@@ -510,6 +524,24 @@ pub(super) fn resolve(versions: &mut [Revision]) {
         }
         last.insert(versions[i].file, i);
     }
+}
+
+/// The most of a per-call actor (a `tool_use` id, which the model's
+/// client sends) a version keeps: real ids are about 30 characters; a
+/// megabyte-long one must not add a megabyte to every version (a rename
+/// of 1,000 files would add a gigabyte).
+pub const MAX_CALL_LEN: usize = 256;
+
+/// `call` cut to [`MAX_CALL_LEN`] bytes at a character boundary.
+fn bounded_call(call: &str) -> String {
+    if call.len() <= MAX_CALL_LEN {
+        return call.to_owned();
+    }
+    let mut end = MAX_CALL_LEN;
+    while !call.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &call[..end])
 }
 
 /// The note of a version whose file could not be read within the limit.

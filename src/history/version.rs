@@ -143,26 +143,26 @@ impl std::fmt::Display for RepairReport {
         if self.baseline {
             write!(
                 f,
-                "history started: recorded a baseline of {} file(s) already in the store",
-                self.recorded.len()
+                "history started: recorded a baseline of {} already in the store",
+                counted(self.recorded.len(), "file", "files")
             )?;
         } else if self.dropped.is_empty() && self.recorded.is_empty() {
             f.write_str("history: nothing to repair")?;
         } else {
             write!(
                 f,
-                "history repaired: dropped {} version(s) of changes that never happened {:?}; recorded {} change(s) that had no version {:?}",
-                self.dropped.len(),
+                "history repaired: dropped {} of changes that never happened {:?}; recorded {} that had no version {:?}",
+                counted(self.dropped.len(), "version", "versions"),
                 self.dropped,
-                self.recorded.len(),
+                counted(self.recorded.len(), "change", "changes"),
                 self.recorded
             )?;
         }
         if !self.skipped.is_empty() {
             write!(
                 f,
-                "; skipped {} file(s) it could not read safely:",
-                self.skipped.len()
+                "; skipped {} it could not read safely:",
+                counted(self.skipped.len(), "file", "files")
             )?;
             for (path, why) in &self.skipped {
                 write!(f, " {} ({})", super::escape(path), super::escape(why))?;
@@ -170,6 +170,11 @@ impl std::fmt::Display for RepairReport {
         }
         Ok(())
     }
+}
+
+/// `1 file`, `2 files`: the report is read by operators.
+fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Why [`HistoryStore::restore`](super::HistoryStore::restore) left a file as it is.

@@ -199,7 +199,8 @@ pub fn list(
         until,
         actor,
     };
-    let versions = h.versions(&query).map_err(failed)?;
+    // Records only: no version's content is read for a listing.
+    let versions = h.records(&query).map_err(failed)?;
     for v in &versions {
         out(line(v))?;
     }
@@ -235,9 +236,12 @@ pub fn revert(h: &History, id: u64) -> Outcome {
     match h.revert(id).map_err(failed)? {
         Some(new) => out(format_args!(
             "reverted {} to v{id} (new version v{new})",
-            v.path
+            escape(&v.path)
         )),
-        None => out(format_args!("{} already has the content of v{id}", v.path)),
+        None => out(format_args!(
+            "{} already has the content of v{id}",
+            escape(&v.path)
+        )),
     }
 }
 

@@ -32,13 +32,30 @@ impl Failure {
                 ExitCode::from(2)
             }
             Failure::Failed(message) => {
-                err(format_args!("claude-memory: {message}"));
+                // A failure can quote what a stored file or the model
+                // wrote (a planted history line's path): no control
+                // character reaches the terminal.
+                err(format_args!("claude-memory: {}", no_controls(&message)));
                 ExitCode::from(1)
             }
             Failure::Reported => ExitCode::from(1),
             Failure::Quiet => ExitCode::SUCCESS,
         }
     }
+}
+
+/// `text` with control characters written as escapes (`\x1b`, `\u{9b}`).
+fn no_controls(text: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && c != '\n' {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `Failure::Failed` from anything displayable.

@@ -125,13 +125,26 @@ impl PostgresLog {
     }
 
     fn load_where(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
+        self.select(after, true)
+    }
+
+    /// The versions above `after`, with their content or without it (a
+    /// NULL in its place: the bytes never leave the server).
+    fn select(&self, after: u64, content: bool) -> Result<Vec<Revision>, HistoryError> {
         self.db
             .connection(|c| {
                 Ok(c.fetch_all(
-                    "SELECT id, file, op, path, COALESCE(from_path, ''), time_ns,
+                    if content {
+                        "SELECT id, file, op, path, COALESCE(from_path, ''), time_ns,
                             COALESCE(actor, ''), COALESCE(call, ''), sha256, size, content,
                             redacted, COALESCE(note, '')
-                     FROM claude_memory_history WHERE scope = $1 AND id > $2 ORDER BY id",
+                     FROM claude_memory_history WHERE scope = $1 AND id > $2 ORDER BY id"
+                    } else {
+                        "SELECT id, file, op, path, COALESCE(from_path, ''), time_ns,
+                            COALESCE(actor, ''), COALESCE(call, ''), sha256, size, NULL::BYTEA,
+                            redacted, COALESCE(note, '')
+                     FROM claude_memory_history WHERE scope = $1 AND id > $2 ORDER BY id"
+                    },
                     &[Param::Text(&self.scope), Param::Int(i64_of(after))],
                     |r| {
                         Ok(Revision {
@@ -327,5 +340,9 @@ impl HistoryLog for PostgresLog {
 
     fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
         self.load_where(after)
+    }
+
+    fn records(&self) -> Result<Vec<Revision>, HistoryError> {
+        self.select(0, false)
     }
 }

@@ -75,10 +75,23 @@ impl SqliteLog {
         store
             .with_connection(|conn| conn.pragma_update(None, "secure_delete", "ON"))
             .map_err(db_error)?;
+        // The writer lock of every process writing this database's
+        // history: a `flock` on `PATH-history-lock` beside it (none for
+        // an in-memory database, which one process alone can reach).
+        let path = store
+            .with_connection(|conn| conn.path().map(str::to_owned))
+            .filter(|p| !p.is_empty());
+        let lock = match path {
+            Some(path) => Some((
+                lock_file(format!("{path}-history-lock"))?,
+                Mutex::new(false),
+            )),
+            None => None,
+        };
         Ok(SqliteLog {
             conn: Source::Shared(store.clone()),
             scope: scope.to_owned(),
-            lock: None,
+            lock,
         })
     }
 
@@ -94,23 +107,21 @@ impl SqliteLog {
     /// write the store while others open it.
     pub fn open(path: impl AsRef<std::path::Path>, scope: &str) -> Result<Self, HistoryError> {
         let path = path.as_ref();
+        refuse_planted(path)?;
         // Private (0600) as the store it records: it holds every version.
         crate::store::sql::create_private(path)
             .map_err(|e| HistoryError::Log(format!("cannot create the history file: {e}")))?;
-        let conn = Connection::open(path).map_err(db_error)?;
+        refuse_planted(path)?;
+        // No link followed, even one swapped in since the check.
+        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(path, flags).map_err(db_error)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(db_error)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(db_error)?;
         let mut lock_path = path.as_os_str().to_owned();
         lock_path.push("-lock");
-        let mut options = std::fs::OpenOptions::new();
-        options.read(true).write(true).create(true).truncate(false);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, 0o400_000); // O_NOFOLLOW
-        let lock = options.open(&lock_path).map_err(db_error)?;
+        let lock = lock_file(lock_path)?;
         let mut log = Self::init(conn, scope)?;
         log.lock = Some((lock, Mutex::new(false)));
         Ok(log)
@@ -170,6 +181,49 @@ impl SqliteLog {
     }
 }
 
+/// Refuses a history database a local process planted: a symbolic link
+/// (SQLite would follow it and write the history wherever it points), a
+/// FIFO or device (an open that blocks forever), or a file with a second
+/// hard link (its content shared with a file elsewhere).
+fn refuse_planted(path: &std::path::Path) -> Result<(), HistoryError> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(db_error(e)),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(HistoryError::Log(
+            "the history database is a symbolic link: refused".into(),
+        ));
+    }
+    if !meta.file_type().is_file() {
+        return Err(HistoryError::Log(
+            "the history database is not a regular file: refused".into(),
+        ));
+    }
+    #[cfg(unix)]
+    if std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+        return Err(HistoryError::Log(
+            "the history database has another hard link: refused".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The writer lock's file (created 0600, no link followed).
+fn lock_file(path: impl AsRef<std::path::Path>) -> Result<std::fs::File, HistoryError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32,
+    );
+    options.open(path).map_err(db_error)
+}
+
 impl HistoryLog for SqliteLog {
     fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
         self.atomically(|db| {
@@ -225,13 +279,22 @@ impl HistoryLog for SqliteLog {
 
     fn redact(&self, id: u64) -> Result<bool, HistoryError> {
         self.with(|conn| {
-            conn.execute(
-                "UPDATE claude_memory_history SET content = NULL, redacted = 1 \
-                 WHERE scope = ?1 AND id = ?2",
-                params![self.scope, i64_of(id)],
-            )
-            .map(|n| n > 0)
-            .map_err(db_error)
+            let found = conn
+                .execute(
+                    "UPDATE claude_memory_history SET content = NULL, redacted = 1 \
+                     WHERE scope = ?1 AND id = ?2",
+                    params![self.scope, i64_of(id)],
+                )
+                .map(|n| n > 0)
+                .map_err(db_error)?;
+            // The WAL still holds the erased content's older frames:
+            // moved into the database (zeroed there by secure_delete)
+            // and emptied.
+            if found && conn.is_autocommit() {
+                conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+                    .map_err(db_error)?;
+            }
+            Ok(found)
         })
     }
 
@@ -261,7 +324,14 @@ impl HistoryLog for SqliteLog {
                 conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")
                     .map_err(db_error)
             }),
-            Source::Shared(_) => Ok(()),
+            // The store's own database: its free pages are zeroed
+            // (secure_delete); a checkpoint moves the zeroed pages into
+            // the database and empties the WAL, which held the erased
+            // content's older frames.
+            Source::Shared(_) => self.with(|conn| {
+                conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+                    .map_err(db_error)
+            }),
         }
     }
 
@@ -305,6 +375,10 @@ impl HistoryLog for SqliteLog {
     fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
         self.with(|conn| self.load_after_from(conn, after))
     }
+
+    fn records(&self) -> Result<Vec<Revision>, HistoryError> {
+        self.with(|conn| self.select(conn, 0, false))
+    }
 }
 
 impl SqliteLog {
@@ -317,12 +391,27 @@ impl SqliteLog {
         conn: &Connection,
         after: u64,
     ) -> Result<Vec<Revision>, HistoryError> {
+        self.select(conn, after, true)
+    }
+
+    /// The versions above `after`, with their content or without it (a
+    /// NULL in its place: the blob is never read).
+    fn select(
+        &self,
+        conn: &Connection,
+        after: u64,
+        content: bool,
+    ) -> Result<Vec<Revision>, HistoryError> {
         let mut query = conn
-            .prepare_cached(
+            .prepare_cached(if content {
                 "SELECT id, file, op, path, from_path, time_ns, actor, call, sha256, size, \
                  content, redacted, note FROM claude_memory_history WHERE scope = ?1 \
-                 AND id > ?2 ORDER BY id",
-            )
+                 AND id > ?2 ORDER BY id"
+            } else {
+                "SELECT id, file, op, path, from_path, time_ns, actor, call, sha256, size, \
+                 NULL, redacted, note FROM claude_memory_history WHERE scope = ?1 \
+                 AND id > ?2 ORDER BY id"
+            })
             .map_err(db_error)?;
         let rows = query
             .query_map(params![self.scope, i64_of(after)], |r| {

@@ -128,6 +128,19 @@ impl<L: HistoryLog> HistoryLog for SealedLog<L> {
         Ok(out)
     }
 
+    /// The records without content (issue 19's listing bound): the
+    /// sealed path, source and hash opened, no content read.
+    fn records(&self) -> Result<Vec<Revision>, HistoryError> {
+        let mut out = self.inner.records()?;
+        for v in &mut out {
+            v.path = self.open_text(&v.path)?;
+            v.from = v.from.as_deref().map(|f| self.open_text(f)).transpose()?;
+            v.sha256 = self.open_text(&v.sha256)?;
+            v.content = None;
+        }
+        Ok(out)
+    }
+
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
         self.inner.drop_versions(ids)
     }
