@@ -11,7 +11,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{Compaction, ContextEditing};
-use super::{Next, Request, RunError, RunOutcome, Setup, Stopped, other_tool, tool_result};
+use super::{
+    Next, Request, RunError, RunOutcome, Setup, Stopped, other_tool, tool_name, tool_result,
+    without_id,
+};
 use crate::api::unavailable_tool_result;
 use crate::async_tool::AsyncMemoryTool;
 use crate::definition::MemoryToolDefinition;
@@ -50,11 +53,22 @@ type Handler = Arc<dyn Fn(Value) -> Answer + Send + Sync>;
 /// assert_eq!(run.messages[2]["content"][0]["content"], "12:00");
 /// # });
 /// ```
-#[derive(Clone)]
 pub struct AsyncRunner<S> {
     tool: AsyncMemoryTool<S>,
     setup: Setup,
     tools: Vec<(String, Handler)>,
+}
+
+/// Cheap for any store (the memory tool is shared, not cloned), so one
+/// runner can be handed to many tasks.
+impl<S> Clone for AsyncRunner<S> {
+    fn clone(&self) -> Self {
+        AsyncRunner {
+            tool: self.tool.clone(),
+            setup: self.setup.clone(),
+            tools: self.tools.clone(),
+        }
+    }
 }
 
 impl<S: fmt::Debug> fmt::Debug for AsyncRunner<S> {
@@ -91,18 +105,15 @@ impl<S: MemoryStore + 'static> AsyncRunner<S> {
         F: Fn(Value) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<String, String>> + Send + 'static,
     {
-        let name = definition
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        self.setup.add_definition(definition);
-        let handler: Handler = Arc::new(move |input| Box::pin(handler(input)) as Answer);
-        self.tools.push((name, handler));
+        let name = tool_name(&definition).to_owned();
+        if self.setup.add_definition(definition) {
+            let handler: Handler = Arc::new(move |input| Box::pin(handler(input)) as Answer);
+            self.tools.push((name, handler));
+        }
         self
     }
 
-    /// At most `n` requests per run (default
+    /// At most `n` requests per run (`0` counts as `1`; default
     /// [`DEFAULT_MAX_ITERATIONS`](super::DEFAULT_MAX_ITERATIONS)).
     pub fn max_iterations(mut self, n: usize) -> Self {
         self.setup.set_max_iterations(n);
@@ -187,6 +198,9 @@ impl<S: MemoryStore + 'static> AsyncRunner<S> {
     }
 
     async fn answer(&self, call: &Value) -> Value {
+        if let Some(refused) = without_id(call) {
+            return refused;
+        }
         let Some(name) = other_tool(call) else {
             return self.tool.dispatch(call).await.to_json();
         };

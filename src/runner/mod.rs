@@ -249,12 +249,23 @@ impl Setup {
         self.definition = definition;
     }
 
-    pub(crate) fn add_definition(&mut self, definition: Value) {
+    /// Adds another tool's definition, unless its name is the memory
+    /// tool's or one already registered (the API refuses a request naming
+    /// a tool twice; the first registration stays). Says whether it was
+    /// added, so the runner keeps a handler only for a definition it sends.
+    pub(crate) fn add_definition(&mut self, definition: Value) -> bool {
+        let name = tool_name(&definition);
+        if name == TOOL_NAME || self.definitions.iter().any(|d| tool_name(d) == name) {
+            return false;
+        }
         self.definitions.push(definition);
+        true
     }
 
+    /// `0` counts as `1`: a run always sends its first request (there is
+    /// no response to return without one).
     pub(crate) fn set_max_iterations(&mut self, n: usize) {
-        self.max_iterations = n;
+        self.max_iterations = n.max(1);
     }
 
     pub(crate) fn max_iterations(&self) -> usize {
@@ -279,6 +290,13 @@ impl Setup {
             Some(Value::Array(tools)) => tools,
             _ => Vec::new(),
         };
+        // A base that already names the memory tool (as the hand-written
+        // loop's `tools` does) or a registered tool would send it twice,
+        // which the API refuses: the runner's own definitions win.
+        tools.retain(|t| {
+            let name = tool_name(t);
+            name != TOOL_NAME && !self.definitions.iter().any(|d| tool_name(d) == name)
+        });
         tools.push(self.definition.to_json());
         tools.extend(self.definitions.iter().cloned());
         body.insert("tools".into(), Value::Array(tools));
@@ -341,6 +359,23 @@ impl Setup {
         if !results.is_empty() {
             messages.push(tool_results_message(results));
         }
+    }
+}
+
+/// A tool definition's (or call's) name, `""` when it has none.
+pub(crate) fn tool_name(value: &Value) -> &str {
+    value.get("name").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The error result of a call that has no string `id`: it is not run (its
+/// result could not be matched to it, and the API would refuse the turn).
+pub(crate) fn without_id(call: &Value) -> Option<Value> {
+    match call.get("id").and_then(Value::as_str) {
+        Some(_) => None,
+        None => Some(
+            crate::ToolResult::error(crate::render::invalid_input("the tool_use block has no id"))
+                .to_json(),
+        ),
     }
 }
 

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{Compaction, ContextEditing};
-use super::{Next, Request, RunError, RunOutcome, Setup, Stopped, other_tool, tool_result};
+use super::{
+    Next, Request, RunError, RunOutcome, Setup, Stopped, other_tool, tool_name, tool_result,
+    without_id,
+};
 use crate::api::unavailable_tool_result;
 use crate::definition::MemoryToolDefinition;
 use crate::store::MemoryStore;
@@ -22,11 +25,25 @@ type Handler = Arc<dyn Fn(&Value) -> Result<String, String> + Send + Sync>;
 /// (`model`, `max_tokens`, `system`, server `tools`, …), register other
 /// tools, then [`run`](Self::run) conversations through it; it is `Send +
 /// Sync` when the store is, and a run borrows it (`&self`).
-#[derive(Clone)]
 pub struct Runner<S> {
     tool: MemoryTool<S>,
     setup: Setup,
     tools: Vec<(String, Handler)>,
+}
+
+/// Clones share the registered handlers; the memory tool is cloned as
+/// [`MemoryTool`] clones (its store cloned, or shared when it is an `Arc`).
+impl<S> Clone for Runner<S>
+where
+    MemoryTool<S>: Clone,
+{
+    fn clone(&self) -> Self {
+        Runner {
+            tool: self.tool.clone(),
+            setup: self.setup.clone(),
+            tools: self.tools.clone(),
+        }
+    }
 }
 
 impl<S: fmt::Debug> fmt::Debug for Runner<S> {
@@ -60,23 +77,22 @@ impl<S: MemoryStore> Runner<S> {
 
     /// Registers another tool: `definition` goes into every request's
     /// `tools`, and calls to its `name` run `handler` with the call's
-    /// `input`. Registering a name twice keeps the first handler.
+    /// `input`. A name registered twice, or the memory tool's name, is
+    /// ignored: the first registration stays, and each name is sent once
+    /// (the API refuses a request that names a tool twice).
     pub fn tool(
         mut self,
         definition: Value,
         handler: impl Fn(&Value) -> Result<String, String> + Send + Sync + 'static,
     ) -> Self {
-        let name = definition
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        self.setup.add_definition(definition);
-        self.tools.push((name, Arc::new(handler)));
+        let name = tool_name(&definition).to_owned();
+        if self.setup.add_definition(definition) {
+            self.tools.push((name, Arc::new(handler)));
+        }
         self
     }
 
-    /// At most `n` requests per run (default
+    /// At most `n` requests per run (`0` counts as `1`; default
     /// [`DEFAULT_MAX_ITERATIONS`](super::DEFAULT_MAX_ITERATIONS)).
     pub fn max_iterations(mut self, n: usize) -> Self {
         self.setup.set_max_iterations(n);
@@ -154,6 +170,9 @@ impl<S: MemoryStore> Runner<S> {
     /// One call's `tool_result`: memory calls through the handler, others
     /// through their closure, unregistered tools an error result.
     fn answer(&self, call: &Value) -> Value {
+        if let Some(refused) = without_id(call) {
+            return refused;
+        }
         let Some(name) = other_tool(call) else {
             return self.tool.dispatch(call).to_json();
         };
