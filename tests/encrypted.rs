@@ -1,6 +1,7 @@
 //! The encrypted store (issue 21): the whole conformance suite and the
 //! history cases over the in-memory, filesystem, SQLite and PostgreSQL
-//! stores; no plaintext in any raw byte afterwards; tampering; keys.
+//! stores, and over the cloud store on moto and Azurite; no plaintext in
+//! any raw byte afterwards; tampering; keys.
 #![cfg(feature = "encryption")]
 
 use std::sync::Arc;
@@ -128,4 +129,64 @@ mod history_over_postgres {
         ));
         run(&store, &|| Arc::clone(&log));
     });
+}
+
+/// The history cases over the encrypted SQLite store, its log in the
+/// store's own database (`SqliteLog::for_store`), sealed.
+#[cfg(feature = "sqlite")]
+mod history_over_sqlite {
+    use super::*;
+    use claude_memory::history::SqliteLog;
+
+    claude_memory::history_conformance_tests!(|run| {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let base = claude_memory::SqliteStore::open(dir.path().join("m.db")).expect("sqlite");
+        let inner = SqliteLog::for_store(&base, "").expect("log");
+        let store = EncryptedStore::open(base, ring()).expect("open");
+        let log: Arc<dyn HistoryLog> = Arc::new(SealedLog::new(inner, &store));
+        run(&store, &|| Arc::clone(&log));
+    });
+}
+
+#[cfg(all(feature = "s3", feature = "azure"))]
+mod cloud_support;
+
+/// The encrypted store over the cloud store, on moto's S3 and on Azurite
+/// (started by `.ci/cloud.sh`; skipped with a printed line without them):
+/// the whole conformance suite, and the history cases with the sealed
+/// log in the same bucket (`CloudLog`).
+#[cfg(all(feature = "s3", feature = "azure"))]
+mod over_cloud {
+    use super::*;
+
+    fn encrypted(backend: &str) -> Option<EncryptedStore<claude_memory::CloudStore>> {
+        let base = crate::cloud_support::fresh(backend)?;
+        Some(EncryptedStore::open(base, ring()).expect("open"))
+    }
+
+    macro_rules! on {
+        ($name:ident, $history:ident, $backend:literal) => {
+            mod $name {
+                claude_memory::conformance_tests!(|run| {
+                    if let Some(store) = super::encrypted($backend) {
+                        run(&store);
+                    }
+                });
+            }
+            mod $history {
+                use super::*;
+                claude_memory::history_conformance_tests!(|run| {
+                    if let Some(base) = crate::cloud_support::fresh($backend) {
+                        let inner = claude_memory::CloudLog::for_store(&base);
+                        let store = EncryptedStore::open(base, ring()).expect("open");
+                        let log: Arc<dyn HistoryLog> = Arc::new(SealedLog::new(inner, &store));
+                        run(&store, &|| Arc::clone(&log));
+                    }
+                });
+            }
+        };
+    }
+
+    on!(s3, history_s3, "s3");
+    on!(azure, history_azure, "azure");
 }

@@ -7,6 +7,8 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
+#[cfg(all(feature = "s3", feature = "azure"))]
+use std::sync::Arc;
 use std::sync::Mutex;
 
 use claude_memory::store::crypt::{CryptError, EncryptedStore, Key, Keyring, SealedLog};
@@ -16,6 +18,9 @@ use claude_memory::store::{
 };
 use claude_memory::{FilesystemStore, MemoryPath, MemoryStore, MemoryTool};
 use serde_json::json;
+
+#[cfg(all(feature = "s3", feature = "azure"))]
+mod cloud_support;
 
 /// Notes every name and content written through it (above the
 /// encryption), so the raw bytes below can be searched for them.
@@ -147,8 +152,14 @@ fn needles(seen: &BTreeSet<Vec<u8>>) -> Vec<Vec<u8>> {
 fn assert_no_plaintext(dir: &Path, seen: &BTreeSet<Vec<u8>>, what: &str) -> usize {
     let mut files = Vec::new();
     raw_bytes(dir, &mut files);
+    assert_none_in(&files, seen, what)
+}
+
+/// Searches every `(where, bytes)` for every needle of `seen`; how many
+/// needles were searched.
+fn assert_none_in(files: &[(String, Vec<u8>)], seen: &BTreeSet<Vec<u8>>, what: &str) -> usize {
     let needles = needles(seen);
-    for (file, bytes) in &files {
+    for (file, bytes) in files {
         for needle in &needles {
             assert!(
                 !bytes.windows(needle.len()).any(|w| w == needle.as_slice()),
@@ -185,6 +196,79 @@ fn after_the_suite_no_raw_byte_holds_plaintext_on_the_filesystem() {
         }
     });
     assert!(searched.get() > 80, "searched {} needles", searched.get());
+}
+
+/// The whole conformance suite on encrypted cloud stores (moto's S3 and
+/// Azurite) with a sealed history in the same bucket, then every object
+/// below the store's prefix read raw: its key and its bytes.
+#[cfg(all(feature = "s3", feature = "azure"))]
+#[test]
+fn after_the_suite_no_object_holds_plaintext_in_the_bucket() {
+    use claude_memory::object_store::{ObjectStore, ObjectStoreExt};
+    use futures_util::StreamExt;
+
+    for backend in ["s3", "azure"] {
+        let Some(bucket) = cloud_support::bucket(backend) else {
+            continue;
+        };
+        let searched = std::cell::Cell::new(0usize);
+        claude_memory::conformance::run_all(|run| {
+            let prefix = cloud_support::unique("enc-raw");
+            let base =
+                claude_memory::CloudStore::open(Arc::clone(&bucket), &prefix).expect("cloud store");
+            let log = claude_memory::CloudLog::for_store(&base);
+            let store = EncryptedStore::open(base, ring()).expect("open");
+            let log = SealedLog::new(log, &store);
+            let history = claude_memory::history::HistoryStore::open(store, log).expect("history");
+            let recorder = Recorder {
+                inner: history,
+                seen: Mutex::new(BTreeSet::new()),
+            };
+            run(&recorder);
+            let seen = recorder.seen.lock().expect("lock").clone();
+            drop(recorder);
+            if needles(&seen).is_empty() {
+                return;
+            }
+            // A client of its own, on this short-lived runtime.
+            let raw = cloud_support::bucket(backend).expect("bucket");
+            let objects = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime")
+                .block_on(async {
+                    let root = claude_memory::object_store::path::Path::from(prefix.as_str());
+                    let mut out = Vec::new();
+                    let mut listing = raw.list(Some(&root));
+                    while let Some(meta) = listing.next().await {
+                        let meta = meta.expect("list");
+                        let body = raw
+                            .get(&meta.location)
+                            .await
+                            .expect("get")
+                            .bytes()
+                            .await
+                            .expect("body");
+                        out.push((
+                            format!("key {}", meta.location),
+                            meta.location.to_string().into_bytes(),
+                        ));
+                        out.push((meta.location.to_string(), body.to_vec()));
+                    }
+                    out
+                });
+            assert!(
+                !objects.is_empty(),
+                "{backend}: nothing stored below {prefix}"
+            );
+            searched.set(searched.get() + assert_none_in(&objects, &seen, backend));
+        });
+        assert!(
+            searched.get() > 80,
+            "{backend}: searched {} needles",
+            searched.get()
+        );
+    }
 }
 
 #[cfg(feature = "sqlite")]

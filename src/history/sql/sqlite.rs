@@ -224,8 +224,9 @@ fn lock_file(path: impl AsRef<std::path::Path>) -> Result<std::fs::File, History
     options.open(path).map_err(db_error)
 }
 
-impl HistoryLog for SqliteLog {
-    fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
+impl SqliteLog {
+    /// Appends `versions` in one savepoint.
+    fn append_now(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
         self.atomically(|db| {
             // AUTOINCREMENT: ids increase, across scopes and processes,
             // and a dropped version's id is never given out again.
@@ -258,6 +259,47 @@ impl HistoryLog for SqliteLog {
             }
             Ok(())
         })
+    }
+
+    /// Runs `f` with this connection's commits unsynced
+    /// (`synchronous = NORMAL`) when the log shares the store's
+    /// connection and no transaction is open: a create's, delete's or
+    /// rename's version then commits just before its change, whose own
+    /// commit is synced (`FULL`) and fsyncs the write-ahead log with every
+    /// frame before it, this version's included. So the version is
+    /// durable whenever its change is, for one fsync a change instead of
+    /// two (issue 19's cost goal). Inside the store's transaction (an
+    /// edit), or on a log of its own, nothing changes.
+    fn unsynced<T>(&self, f: impl FnOnce() -> Result<T, HistoryError>) -> Result<T, HistoryError> {
+        let Source::Shared(store) = &self.conn else {
+            return f();
+        };
+        // The connection's lock is held throughout (it is reentrant, so
+        // `f` takes it again): no other clone of the store commits while
+        // the level is lowered.
+        store.with_connection(|conn| {
+            if !conn.is_autocommit() {
+                return f();
+            }
+            let level: i64 = conn
+                .pragma_query_value(None, "synchronous", |r| r.get(0))
+                .map_err(db_error)?;
+            conn.pragma_update(None, "synchronous", "NORMAL")
+                .map_err(db_error)?;
+            let out = f();
+            // Restored whether or not `f` succeeded; a failure to restore
+            // is reported (the store's commits must not stay unsynced
+            // silently).
+            conn.pragma_update(None, "synchronous", level)
+                .map_err(db_error)?;
+            out
+        })
+    }
+}
+
+impl HistoryLog for SqliteLog {
+    fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
+        self.unsynced(|| self.append_now(versions))
     }
 
     fn load(&self) -> Result<Vec<Revision>, HistoryError> {
@@ -433,5 +475,48 @@ impl SqliteLog {
             })
             .map_err(db_error)?;
         rows.collect::<Result<_, _>>().map_err(db_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::HistoryStore;
+    use crate::{MemoryTool, SqliteStore};
+
+    fn synchronous(store: &SqliteStore) -> i64 {
+        store.with_connection(|c| {
+            c.pragma_query_value(None, "synchronous", |r| r.get(0))
+                .unwrap_or(-1)
+        })
+    }
+
+    /// A create's, delete's or rename's version commits unsynced on the
+    /// store's connection; the store's own commits stay synced (`FULL`,
+    /// 2) after every kind of change, and after a refused one.
+    #[test]
+    fn the_store_commits_stay_synced_around_unsynced_versions() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = SqliteStore::open(dir.path().join("m.db")).expect("store");
+        assert_eq!(synchronous(&store), 2);
+        let log = SqliteLog::for_store(&store, "").expect("log");
+        let tool = MemoryTool::new(HistoryStore::open(store.clone(), log).expect("history"));
+        let calls = [
+            serde_json::json!({"command": "create", "path": "/memories/a.md", "file_text": "a\n"}),
+            serde_json::json!({"command": "create", "path": "/memories/a.md", "file_text": "again"}),
+            serde_json::json!({"command": "str_replace", "path": "/memories/a.md", "old_str": "a", "new_str": "b"}),
+            serde_json::json!({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/c.md"}),
+            serde_json::json!({"command": "delete", "path": "/memories/c.md"}),
+        ];
+        for (i, call) in calls.iter().enumerate() {
+            let result = tool.dispatch(call);
+            assert_eq!(result.is_error, i == 1, "{call}: {result:?}");
+            assert_eq!(synchronous(&store), 2, "after {call}");
+        }
+        let versions = tool
+            .store()
+            .versions(&crate::history::Query::default())
+            .expect("versions");
+        assert_eq!(versions.len(), 4, "{versions:?}");
     }
 }

@@ -31,6 +31,8 @@ mod tls;
 use std::sync::Arc;
 
 #[cfg(feature = "postgres")]
+pub(crate) use postgres::Durability;
+#[cfg(feature = "postgres")]
 pub use postgres::{PostgresBuilder, PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteError, SqliteStore};

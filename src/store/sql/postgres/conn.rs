@@ -399,11 +399,41 @@ impl Backend for Db {
     fn mutate<T>(
         &self,
         tenant: &str,
+        f: impl FnMut(PgTx<'_>) -> Result<T, Fail>,
+    ) -> Result<T, Fail> {
+        self.mutate_with(tenant, Durability::Synced, f)
+    }
+}
+
+/// How a transaction's `COMMIT` waits for the WAL.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Durability {
+    /// The server's setting (`synchronous_commit`, on by default): the
+    /// commit returns once its WAL record is flushed.
+    Synced,
+    /// `SET LOCAL synchronous_commit TO OFF`: the commit returns before
+    /// its WAL record is flushed. The next synced commit on the same
+    /// server flushes the WAL up to its own record, and so this one's with
+    /// it: a history version written this way just before the store's
+    /// (synced) change is durable whenever that change is.
+    Unsynced,
+}
+
+impl Db {
+    /// [`Backend::mutate`], with the commit's durability chosen.
+    pub(crate) fn mutate_with<T>(
+        &self,
+        tenant: &str,
+        durability: Durability,
         mut f: impl FnMut(PgTx<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
         let begin = format!(
-            "BEGIN; SELECT pg_advisory_xact_lock(hashtextextended({}, 0))",
-            literal(&format!("claude-memory:{tenant}"))
+            "BEGIN; SELECT pg_advisory_xact_lock(hashtextextended({}, 0)){}",
+            literal(&format!("claude-memory:{tenant}")),
+            match durability {
+                Durability::Synced => "",
+                Durability::Unsynced => "; SET LOCAL synchronous_commit TO OFF",
+            }
         );
         let mut attempt = 1;
         loop {

@@ -28,7 +28,7 @@ use super::tls::{Rustls, SslMode, client_config};
 use super::{Backend, Commit, DriverError, Fail, SqlStore, schema};
 use crate::tenant::TenantId;
 
-pub(crate) use self::conn::{Pg, PgTx};
+pub(crate) use self::conn::{Durability, Pg, PgTx};
 pub(super) use self::pool::Db;
 
 /// Serializes schema creation between processes starting together.
@@ -310,9 +310,20 @@ impl PostgresStore {
     pub(crate) fn transaction<T>(
         &self,
         lock: &str,
+        f: impl FnMut(&mut PgTx<'_>) -> Result<T, Fail>,
+    ) -> Result<T, Fail> {
+        self.transaction_with(lock, Durability::Synced, f)
+    }
+
+    /// [`transaction`](Self::transaction), its commit's durability chosen
+    /// (the history log's appends commit [`Durability::Unsynced`]).
+    pub(crate) fn transaction_with<T>(
+        &self,
+        lock: &str,
+        durability: Durability,
         mut f: impl FnMut(&mut PgTx<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
-        self.0.db.mutate(lock, |mut tx| {
+        self.0.db.mutate_with(lock, durability, |mut tx| {
             let out = f(&mut tx)?;
             tx.commit()?;
             Ok(out)
