@@ -27,12 +27,12 @@ const SERVERS: &[Server] = &[
     Server {
         what: "an S3 server (moto)",
         variable: "CLAUDE_MEMORY_TEST_S3_ENDPOINT",
-        tests: "the S3 parts of tests/cloud.rs, cloud_attacks.rs and cloud_stress.rs",
+        tests: "the S3 parts of tests/cloud.rs, cloud_attacks.rs, cloud_stress.rs, encrypted.rs and encrypted_attacks.rs",
     },
     Server {
         what: "Azure's emulator (Azurite)",
         variable: "CLAUDE_MEMORY_TEST_AZURE_ENDPOINT",
-        tests: "the Azure parts of tests/cloud.rs, cloud_attacks.rs and cloud_stress.rs",
+        tests: "the Azure parts of tests/cloud.rs, cloud_attacks.rs, cloud_stress.rs, encrypted.rs and encrypted_attacks.rs",
     },
     Server {
         what: "the official MCP clients (Python and TypeScript SDKs)",

@@ -304,19 +304,27 @@ impl<S: MemoryStore> HistoryStore<S> {
     }
 
     /// Runs an operator's change of the log (redact, prune) holding this
-    /// handle's lock (each log call takes the log's own lock).
-    /// `f` says whether the log must be compacted after: that runs once
-    /// the writer lock is let go (PostgreSQL cannot `VACUUM` inside the
-    /// lock's transaction).
+    /// handle's lock and the log's cross-process writer lock, so no other
+    /// process's change lands between its look at the log and its changes
+    /// (a version appended meanwhile is neither lost, nor left unredacted,
+    /// nor left referring to content a prune removed). `f` says whether
+    /// the log must be compacted after: that runs once the writer lock is
+    /// let go, since PostgreSQL's writer lock is a transaction, and a
+    /// `VACUUM FULL` would wait behind the locks that transaction holds.
     fn operator<T>(
         &self,
         f: impl FnOnce() -> Result<(T, bool), HistoryError>,
     ) -> Result<T, HistoryError> {
-        // Not under the log's cross-process writer lock yet: PostgresLog's
-        // lock is a transaction, and its VACUUM then waits behind it until
-        // the lock timeout (issue 19, left open).
         let _guard = self.lock();
-        let (value, compact) = f()?;
+        let mut f = Some(f);
+        let mut out = None;
+        self.log.exclusive(&mut |_| {
+            if let Some(f) = f.take() {
+                out = Some(f());
+            }
+        })?;
+        let (value, compact) =
+            out.unwrap_or_else(|| Err(HistoryError::Log("the change did not run".into())))?;
         if compact {
             self.log.compact()?;
         }
