@@ -284,14 +284,25 @@ impl SqliteLog {
             let level: i64 = conn
                 .pragma_query_value(None, "synchronous", |r| r.get(0))
                 .map_err(db_error)?;
+            /// Puts the level back however `f` ends, a panic included,
+            /// so the store's own commits never stay unsynced.
+            struct Restore<'c>(&'c Connection, i64, bool);
+            impl Drop for Restore<'_> {
+                fn drop(&mut self) {
+                    if !self.2 {
+                        let _ = self.0.pragma_update(None, "synchronous", self.1);
+                    }
+                }
+            }
+            let mut restore = Restore(conn, level, false);
             conn.pragma_update(None, "synchronous", "NORMAL")
                 .map_err(db_error)?;
             let out = f();
-            // Restored whether or not `f` succeeded; a failure to restore
-            // is reported (the store's commits must not stay unsynced
-            // silently).
+            // Restored here, so that a failure is reported (and tried
+            // once more by the guard).
             conn.pragma_update(None, "synchronous", level)
                 .map_err(db_error)?;
+            restore.2 = true;
             out
         })
     }
