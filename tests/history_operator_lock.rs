@@ -10,19 +10,15 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use claude_memory::history::{
-    FileLog, HistoryError, HistoryLog, HistoryStore, MemoryLog, Query, Retention, Revision,
+    HistoryError, HistoryLog, HistoryStore, MemoryLog, Query, Retention, Revision,
 };
 use claude_memory::store::WriteMode;
-use claude_memory::{FilesystemStore, InMemoryStore, MemoryPath, MemoryStore};
+use claude_memory::{InMemoryStore, MemoryPath, MemoryStore};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn p(text: &str) -> MemoryPath {
     MemoryPath::parse(text).expect("path")
-}
-
-fn holds(raw: &[u8], needle: &[u8]) -> bool {
-    raw.windows(needle.len()).any(|w| w == needle)
 }
 
 /// A log that notes, for each call that changes or compacts it, whether
@@ -136,6 +132,11 @@ fn redact_and_prune_change_the_log_only_under_the_writer_lock() {
 #[cfg(target_os = "linux")]
 #[test]
 fn redacting_a_text_in_200_versions_rewrites_the_journal_once() {
+    use claude_memory::FilesystemStore;
+    use claude_memory::history::FileLog;
+    fn holds(raw: &[u8], needle: &[u8]) -> bool {
+        raw.windows(needle.len()).any(|w| w == needle)
+    }
     let _serial = SERIAL
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
