@@ -1,0 +1,743 @@
+//! The encrypted store under attack, round 4 (issue 21): a sealed
+//! history killed by SIGKILL mid-write, and renames racing other writers
+//! (a second handle on the same directory, standing in for a second
+//! process) or interrupted part way.
+#![cfg(all(feature = "encryption", unix))]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use claude_memory::history::{
+    ChangeOp, FileLog, HistoryLog, HistoryStore, Query, RepairReport, sha256_hex,
+};
+use claude_memory::store::crypt::{EncryptedStore, Key, Keyring, LogSealer};
+use claude_memory::store::walk::{Flow, Order, Step, walk};
+use claude_memory::store::{
+    Change, DirEntry, FileContent, FileReader, Metadata, Quota, StoreResult, Updated, Version,
+    WriteMode,
+};
+use claude_memory::{FilesystemStore, MemoryPath, MemoryStore, MemoryTool};
+use serde_json::json;
+
+const CHILD: &str = "CLAUDE_MEMORY_R4_CHILD";
+
+fn next_random(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+fn p(s: &str) -> MemoryPath {
+    MemoryPath::parse(s).expect("path")
+}
+
+// ---------------------------------------------------------------------
+// 1. A sealed history (SealedLog over FileLog, on EncryptedStore over
+//    FilesystemStore: what `--key-file K --history serve` builds) killed
+//    by SIGKILL at random moments.
+// ---------------------------------------------------------------------
+
+fn open_sealed(dir: &str, key: &str) -> HistoryStore<Box<dyn MemoryStore>> {
+    let enc = EncryptedStore::open(
+        FilesystemStore::open(dir).expect("fs"),
+        Keyring::new(Key::from_file(key).expect("key")),
+    )
+    .expect("open the encrypted store");
+    let sealer = LogSealer::new(&enc);
+    let log: Arc<dyn HistoryLog> = Arc::new(sealer.wrap(FileLog::for_store(dir).expect("log")));
+    let store: Box<dyn MemoryStore> = Box::new(enc);
+    HistoryStore::open(store, log).expect("open the history")
+}
+
+/// The writer: changes forever, through the handler, until killed.
+#[test]
+fn child_writer() {
+    let Ok(spec) = std::env::var(CHILD) else {
+        return;
+    };
+    let (dir, key) = spec.split_once('|').expect("spec");
+    let tool = MemoryTool::new(open_sealed(dir, key).with_label("crash-writer"));
+    let mut seed = u64::from(std::process::id()) | 1;
+    println!("ready");
+    for n in 0u64.. {
+        let f = format!("/memories/d{}/f{}.md", n % 3, next_random(&mut seed) % 5);
+        let g = format!("/memories/d{}/f{}.md", n % 2, next_random(&mut seed) % 5);
+        let input = match next_random(&mut seed) % 6 {
+            0 => {
+                json!({"command": "create", "path": f, "file_text": format!("secret file {n}\n{}\n", "plaintextplaintext".repeat((n % 50) as usize * 5))})
+            }
+            1 => {
+                json!({"command": "str_replace", "path": f, "old_str": "secret", "new_str": "SECRET"})
+            }
+            2 => {
+                json!({"command": "insert", "path": f, "insert_line": 0, "insert_text": format!("hidden line {n}")})
+            }
+            3 => json!({"command": "delete", "path": f}),
+            4 => json!({"command": "rename", "old_path": f, "new_path": g}),
+            _ => {
+                json!({"command": "rename", "old_path": format!("/memories/d{}", n % 3), "new_path": "/memories/d9"})
+            }
+        };
+        let id = format!("toolu_{n}");
+        tool.dispatch(&json!({"type": "tool_use", "id": id, "name": "memory", "input": input}));
+        if n % 7 == 0 {
+            tool.dispatch(&json!({"command": "rename", "old_path": "/memories/d9", "new_path": format!("/memories/d{}", n % 3)}));
+        }
+    }
+}
+
+/// Live files: path → sha256 (every one must open with the key).
+fn live(store: &dyn MemoryStore) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    walk(store, &MemoryPath::root(), Order::AsListed, &mut |step| {
+        if let Step::File { dir, entry, .. } = step
+            && let Some(path) = dir.join(&entry.name)
+        {
+            let data = store.read(&path, u64::MAX)?.data;
+            out.insert(path.normalized(), sha256_hex(&data));
+        }
+        Ok(Flow::Continue)
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+fn claimed(history: &HistoryStore<Box<dyn MemoryStore>>) -> BTreeMap<String, String> {
+    let mut state = BTreeMap::new();
+    for v in history.versions(&Query::default()).expect("versions") {
+        match v.op {
+            ChangeOp::Created | ChangeOp::Modified => {
+                state.insert(v.path, v.sha256);
+            }
+            ChangeOp::Deleted => {
+                state.remove(&v.path);
+            }
+            ChangeOp::Renamed => {
+                if let Some(from) = &v.from {
+                    state.remove(from);
+                }
+                state.insert(v.path, v.sha256);
+            }
+        }
+    }
+    state
+}
+
+/// Every file (and name) below `dir`, searched for what the writer wrote.
+fn plaintext_hits(dir: &Path, out: &mut Vec<String>) {
+    // (No needle of base64's alphabet alone: the log holds base64.)
+    const NEEDLES: [&str; 6] = [
+        "memories",
+        "secret",
+        "SECRET",
+        "hidden line",
+        "plaintextplaintext",
+        "f1.md",
+    ];
+    for entry in std::fs::read_dir(dir).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        for n in NEEDLES {
+            if name.contains(n) {
+                out.push(format!("name {} holds {n:?}", path.display()));
+            }
+        }
+        if entry.file_type().expect("type").is_dir() {
+            plaintext_hits(&path, out);
+        } else {
+            let bytes = std::fs::read(&path).expect("read");
+            for n in NEEDLES {
+                if bytes.windows(n.len()).any(|w| w == n.as_bytes()) {
+                    out.push(format!("{} holds {n:?}", path.display()));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn sealed_history_survives_sigkill_at_random_moments() {
+    if std::env::var_os(CHILD).is_some() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("dir");
+    let dir = tmp.path().join("store");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let key = tmp.path().join("key");
+    Key::generate_file(&key).expect("key");
+    let spec = format!("{}|{}", dir.display(), key.display());
+    let mut seed = 0x9E37_79B9_7F4A_7C15_u64;
+    let (mut dropped, mut versions, mut mid_move) = (0, 0, 0);
+    let mut failures = Vec::new();
+    let rounds: usize = std::env::var("R4_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(20);
+    for round in 0..rounds {
+        let exe = std::env::current_exe().expect("this test binary");
+        let mut child = Command::new(exe)
+            .args([
+                "--exact",
+                "child_writer",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env(CHILD, &spec)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the writer");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        while !line.contains("ready") {
+            line.clear();
+            if stdout.read_line(&mut line).expect("read") == 0 {
+                panic!("round {round}: the writer stopped before it was ready");
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10 + next_random(&mut seed) % 120));
+        child.kill().expect("SIGKILL");
+        let _ = child.wait();
+        mid_move += std::fs::read_dir(&dir)
+            .expect("read_dir")
+            .filter(|e| {
+                e.as_ref().is_ok_and(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .starts_with("_claude-memory-move-")
+                })
+            })
+            .count();
+        let history = open_sealed(&dir.display().to_string(), &key.display().to_string());
+        let report: RepairReport = history.repair_report().clone();
+        let now = match live(&history) {
+            Ok(now) => now,
+            Err(e) => {
+                failures.push(format!("round {round}: a file does not open: {e}"));
+                continue;
+            }
+        };
+        let claims = claimed(&history);
+        let keys: std::collections::BTreeSet<&String> = now.keys().chain(claims.keys()).collect();
+        let bad: Vec<&String> = keys
+            .into_iter()
+            .filter(|k| now.get(*k) != claims.get(*k))
+            .collect();
+        if !bad.is_empty() {
+            failures.push(format!("round {round}: mismatches {bad:?} ({report})"));
+        }
+        if !report.recorded.is_empty() {
+            failures.push(format!("round {round}: a change had no version: {report}"));
+        }
+        let mut hits = Vec::new();
+        plaintext_hits(&dir, &mut hits);
+        if !hits.is_empty() {
+            failures.push(format!("round {round}: plaintext: {hits:?}"));
+        }
+        versions = history.versions(&Query::default()).expect("versions").len();
+        dropped += report.dropped.len();
+    }
+    println!(
+        "sealed history: {rounds} SIGKILLs, {versions} versions at the end, {dropped} unfinished \
+         versions dropped, {mid_move} kills inside a rename (a move journal left), {} failures",
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+// ---------------------------------------------------------------------
+// 2. Renames racing another handle on the same directory.
+// ---------------------------------------------------------------------
+
+type Hook = Box<dyn Fn(usize) + Send + Sync>;
+
+/// A filesystem store that calls `hook(n)` after its n-th write of a
+/// file below the root (a rename's copies; the move journal, at the
+/// root, is not counted).
+struct Hooked {
+    inner: FilesystemStore,
+    writes: AtomicUsize,
+    hook: Mutex<Option<Hook>>,
+}
+
+impl Hooked {
+    fn new(dir: &Path, hook: Hook) -> Self {
+        Hooked {
+            inner: FilesystemStore::open(dir).expect("fs"),
+            writes: AtomicUsize::new(0),
+            hook: Mutex::new(Some(hook)),
+        }
+    }
+    fn after_write(&self, path: &MemoryPath) {
+        if path.components().len() < 2 {
+            return;
+        }
+        let n = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
+        let hook = self.hook.lock().expect("lock");
+        if let Some(h) = hook.as_ref() {
+            h(n);
+        }
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
+impl MemoryStore for Hooked {
+    fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+        self.inner.stat(path)
+    }
+    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+        self.inner.read(path, limit)
+    }
+    fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
+        self.inner.open(path)
+    }
+    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        let out = self.inner.write(path, data, mode)?;
+        self.after_write(path);
+        Ok(out)
+    }
+    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+        self.inner.list(dir)
+    }
+    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+        self.inner.delete(path)
+    }
+    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        self.inner.rename(from, to)
+    }
+    fn update(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        self.inner.update(path, limit, change)
+    }
+    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
+        self.inner.remove_empty_dir(path)
+    }
+    fn total_size(&self) -> StoreResult<u64> {
+        self.inner.total_size()
+    }
+    fn write_within(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+        quota: Quota<'_>,
+    ) -> StoreResult<Version> {
+        let out = self.inner.write_within(path, data, mode, quota)?;
+        self.after_write(path);
+        Ok(out)
+    }
+    fn update_within(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        quota: Quota<'_>,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        self.inner.update_within(path, limit, quota, change)
+    }
+    fn delete_file_if(
+        &self,
+        path: &MemoryPath,
+        still: &mut dyn FnMut(&Metadata) -> bool,
+    ) -> StoreResult<bool> {
+        self.inner.delete_file_if(path, still)
+    }
+}
+
+struct Setup {
+    _tmp: tempfile::TempDir,
+    dir: std::path::PathBuf,
+    key: Key,
+}
+
+/// A store with `/memories/d/{a,b,c}.md`.
+fn setup() -> Setup {
+    let tmp = tempfile::tempdir().expect("dir");
+    let dir = tmp.path().join("store");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let key = Key::generate().expect("key");
+    let store = plain_handle(&dir, &key);
+    for name in ["a", "b", "c"] {
+        store
+            .write(
+                &p(&format!("/memories/d/{name}.md")),
+                format!("{name} alpha\n").as_bytes(),
+                WriteMode::Create,
+            )
+            .expect("write");
+    }
+    Setup {
+        _tmp: tmp,
+        dir,
+        key,
+    }
+}
+
+fn plain_handle(dir: &Path, key: &Key) -> EncryptedStore<FilesystemStore> {
+    EncryptedStore::open(
+        FilesystemStore::open(dir).expect("fs"),
+        Keyring::new(key.clone()),
+    )
+    .expect("open")
+}
+
+fn hooked_handle(dir: &Path, key: &Key, hook: Hook) -> EncryptedStore<Hooked> {
+    EncryptedStore::open(Hooked::new(dir, hook), Keyring::new(key.clone())).expect("open")
+}
+
+/// Every file of the store as it opens now: path → content.
+fn files(dir: &Path, key: &Key) -> BTreeMap<String, String> {
+    let store = plain_handle(dir, key);
+    let mut out = BTreeMap::new();
+    walk(&store, &MemoryPath::root(), Order::AsListed, &mut |step| {
+        if let Step::File { dir, entry, .. } = step
+            && let Some(path) = dir.join(&entry.name)
+        {
+            let data = store.read(&path, u64::MAX)?.data;
+            out.insert(
+                path.normalized(),
+                String::from_utf8_lossy(&data).into_owned(),
+            );
+        }
+        Ok(Flow::Continue)
+    })
+    .expect("walk");
+    out
+}
+
+/// An edit of a file inside the tree being moved, by another handle, after
+/// the move copied the first file but before it deleted the source (each
+/// of the three files is edited, so whichever was copied first is among
+/// them): every edit answers success; on a store whose rename is atomic
+/// it would either move with the file or fail (the file gone).
+#[test]
+fn an_edit_racing_a_directory_rename_is_not_lost() {
+    let s = setup();
+    let other = MemoryTool::new(plain_handle(&s.dir, &s.key));
+    let edited = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&edited);
+    let mover = hooked_handle(
+        &s.dir,
+        &s.key,
+        Box::new(move |n| {
+            if n == 1 {
+                for name in ["a", "b", "c"] {
+                    let out = other.dispatch(&json!({"command": "str_replace",
+                        "path": format!("/memories/d/{name}.md"), "old_str": "alpha",
+                        "new_str": "EDITED"}));
+                    seen.lock().expect("lock").push((name, out));
+                }
+            }
+        }),
+    );
+    mover
+        .rename(&p("/memories/d"), &p("/memories/e"))
+        .expect("rename");
+    let edits = std::mem::take(&mut *edited.lock().expect("lock"));
+    assert_eq!(edits.len(), 3);
+    let now = files(&s.dir, &s.key);
+    for (name, out) in edits {
+        if !out.is_error {
+            assert!(
+                now.get(&format!("/memories/e/{name}.md"))
+                    .is_some_and(|c| c.contains("EDITED")),
+                "the edit of {name}.md answered {:?} but is lost: {now:?}",
+                out.content
+            );
+        }
+    }
+}
+
+/// A file created inside the tree being moved, by another handle, while
+/// the move copies: the create answers success, then the file must be at
+/// its old path or under the new one.
+#[test]
+fn a_create_racing_a_directory_rename_is_not_lost() {
+    let s = setup();
+    let other = MemoryTool::new(plain_handle(&s.dir, &s.key));
+    let created = Arc::new(Mutex::new(None));
+    let seen = Arc::clone(&created);
+    let mover = hooked_handle(
+        &s.dir,
+        &s.key,
+        Box::new(move |n| {
+            if n == 1 {
+                let out = other.dispatch(&json!({"command": "create",
+                    "path": "/memories/d/new.md", "file_text": "made meanwhile\n"}));
+                *seen.lock().expect("lock") = Some(out);
+            }
+        }),
+    );
+    mover
+        .rename(&p("/memories/d"), &p("/memories/e"))
+        .expect("rename");
+    let out = created
+        .lock()
+        .expect("lock")
+        .take()
+        .expect("the create ran");
+    let now = files(&s.dir, &s.key);
+    if !out.is_error {
+        assert!(
+            now.contains_key("/memories/d/new.md") || now.contains_key("/memories/e/new.md"),
+            "the create answered {:?} but the file is nowhere: {now:?}",
+            out.content
+        );
+    }
+}
+
+/// Two renames of one directory at once (`d` to `e` and `d` to `f`): on a
+/// store whose rename is atomic one wins and the other is refused; each
+/// file ends at exactly one place.
+#[test]
+fn two_renames_of_one_directory_at_once_do_not_duplicate_it() {
+    let s = setup();
+    let other = plain_handle(&s.dir, &s.key);
+    let second = Arc::new(Mutex::new(None));
+    let seen = Arc::clone(&second);
+    let mover = hooked_handle(
+        &s.dir,
+        &s.key,
+        Box::new(move |n| {
+            if n == 3 {
+                let out = other.rename(&p("/memories/d"), &p("/memories/f"));
+                *seen.lock().expect("lock") = Some(out.map_err(|e| e.to_string()));
+            }
+        }),
+    );
+    let first = mover.rename(&p("/memories/d"), &p("/memories/e"));
+    let second = second.lock().expect("lock").take().expect("second ran");
+    let now = files(&s.dir, &s.key);
+    for name in ["a", "b", "c"] {
+        let places: Vec<&String> = now
+            .keys()
+            .filter(|k| k.ends_with(&format!("/{name}.md")))
+            .collect();
+        assert_eq!(
+            places.len(),
+            1,
+            "{name}.md at {places:?} (first rename {first:?}, second {second:?})"
+        );
+    }
+}
+
+/// A rename stopped part way (the process dies after one copy; a panic
+/// here, so nothing after the copy runs) while another handle, already
+/// open, keeps working: it sees the half-made destination and edits a
+/// file there. The next open finishes the move: the edit that answered
+/// success must survive it.
+#[test]
+fn an_edit_of_a_half_moved_file_survives_the_move_being_finished() {
+    let s = setup();
+    let other = MemoryTool::new(plain_handle(&s.dir, &s.key));
+    let mover = hooked_handle(
+        &s.dir,
+        &s.key,
+        Box::new(|n| {
+            if n == 1 {
+                panic!("killed after the first copy");
+            }
+        }),
+    );
+    let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = mover.rename(&p("/memories/d"), &p("/memories/e"));
+    }));
+    assert!(died.is_err());
+    drop(mover);
+    let half = files_existing(&s.dir, &s.key);
+    let copied: Vec<String> = half
+        .keys()
+        .filter(|k| k.starts_with("/memories/e/"))
+        .cloned()
+        .collect();
+    assert_eq!(copied.len(), 1, "{half:?}");
+    let out = other.dispatch(&json!({"command": "str_replace",
+        "path": copied[0], "old_str": "alpha", "new_str": "EDITED"}));
+    assert!(!out.is_error, "{:?}", out.content);
+    // The next open (any process) finishes the move.
+    let now = files(&s.dir, &s.key);
+    assert!(
+        now.get(&copied[0]).is_some_and(|c| c.contains("EDITED")),
+        "the edit of {} answered success, then the finished move overwrote it: {now:?}",
+        copied[0]
+    );
+}
+
+/// The files as another already-open handle sees them (no recovery).
+fn files_existing(dir: &Path, key: &Key) -> BTreeMap<String, String> {
+    let store = EncryptedStore::open_existing(
+        FilesystemStore::open(dir).expect("fs"),
+        Keyring::new(key.clone()),
+    )
+    .expect("open");
+    let mut out = BTreeMap::new();
+    walk(&store, &MemoryPath::root(), Order::AsListed, &mut |step| {
+        if let Step::File { dir, entry, .. } = step
+            && let Some(path) = dir.join(&entry.name)
+        {
+            let data = store.read(&path, u64::MAX)?.data;
+            out.insert(
+                path.normalized(),
+                String::from_utf8_lossy(&data).into_owned(),
+            );
+        }
+        Ok(Flow::Continue)
+    })
+    .expect("walk");
+    out
+}
+
+/// Runs a rename of `/memories/d` to `/memories/e` that dies (a panic in
+/// the wrapped store, so nothing after it runs: the journal stays, as
+/// after SIGKILL) right after its first copy.
+fn rename_killed_after_first_copy(dir: &Path, key: &Key) {
+    let mover = hooked_handle(
+        dir,
+        key,
+        Box::new(|n| {
+            if n == 1 {
+                panic!("killed after the first copy");
+            }
+        }),
+    );
+    let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = mover.rename(&p("/memories/d"), &p("/memories/e"));
+    }));
+    assert!(died.is_err(), "the rename was not stopped");
+}
+
+/// The stored `/memories/d`: the only directory of the store's root
+/// (the filesystem store's directory is `/memories`) before the move.
+fn raw_source_dir(dir: &Path) -> std::path::PathBuf {
+    let mut top: Vec<_> = std::fs::read_dir(dir)
+        .expect("read_dir")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .collect();
+    assert_eq!(top.len(), 1, "one stored /memories/d");
+    top.remove(0).path()
+}
+
+/// A rename killed part way while another process (opened before the
+/// kill, so it finished nothing) rotates the key: `rekey` re-seals every
+/// file it sees and retires the old key, but the move journal the killed
+/// process sealed under the old key stays. The store must still open with
+/// the new key.
+#[test]
+fn a_rename_killed_during_a_rekey_leaves_a_store_that_opens_with_the_new_key() {
+    let s = setup();
+    let new = Key::generate().expect("key");
+    let rotator = EncryptedStore::open(
+        FilesystemStore::open(&s.dir).expect("fs"),
+        Keyring::new(new.clone()).with(s.key.clone()),
+    )
+    .expect("open with both keys");
+    rename_killed_after_first_copy(&s.dir, &s.key);
+    let report = rotator.rekey().expect("rekey");
+    drop(rotator);
+    let opened = EncryptedStore::open(
+        FilesystemStore::open(&s.dir).expect("fs"),
+        Keyring::new(new.clone()),
+    );
+    let store = match opened {
+        Ok(store) => store,
+        Err(e) => panic!("after rekey ({report:?}) the store does not open with the new key: {e}"),
+    };
+    let mut names = Vec::new();
+    walk(&store, &MemoryPath::root(), Order::AsListed, &mut |step| {
+        if let Step::File { dir, entry, .. } = step {
+            names.push(format!("{}/{}", dir.normalized(), entry.name));
+        }
+        Ok(Flow::Continue)
+    })
+    .expect("walk");
+    assert_eq!(names.len(), 3, "{names:?}");
+}
+
+/// A rename killed part way, then one stored byte of a file still in the
+/// source flipped (what an attacker with write access can do, and what
+/// the README answers with the integrity error for that file alone): the
+/// store must still open, the damaged file answering SPEC §4's integrity
+/// error.
+#[test]
+fn a_damaged_file_in_a_half_moved_tree_does_not_stop_the_store_opening() {
+    let s = setup();
+    let source = raw_source_dir(&s.dir);
+    rename_killed_after_first_copy(&s.dir, &s.key);
+    let victim = std::fs::read_dir(&source)
+        .expect("read_dir")
+        .filter_map(Result::ok)
+        .next()
+        .expect("a source file")
+        .path();
+    let mut bytes = std::fs::read(&victim).expect("read");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&victim, &bytes).expect("write");
+    let opened = EncryptedStore::open(
+        FilesystemStore::open(&s.dir).expect("fs"),
+        Keyring::new(s.key.clone()),
+    );
+    assert!(
+        opened.is_ok(),
+        "one flipped bit in one file refuses the whole store: {}",
+        opened.err().map(|e| e.to_string()).unwrap_or_default()
+    );
+}
+
+/// A rename killed part way, then a file planted in the source directory
+/// (a name the store never wrote): the README says a planted file makes
+/// its directory's listing answer the integrity error and every other
+/// file still opens. The store must still open.
+#[test]
+fn a_file_planted_in_a_half_moved_tree_does_not_stop_the_store_opening() {
+    let s = setup();
+    let source = raw_source_dir(&s.dir);
+    rename_killed_after_first_copy(&s.dir, &s.key);
+    std::fs::write(source.join("planted"), b"not sealed").expect("plant");
+    let opened = EncryptedStore::open(
+        FilesystemStore::open(&s.dir).expect("fs"),
+        Keyring::new(s.key.clone()),
+    );
+    assert!(
+        opened.is_ok(),
+        "one planted file refuses the whole store: {}",
+        opened.err().map(|e| e.to_string()).unwrap_or_default()
+    );
+}
+
+/// The same with a FIFO planted (a local process): the open must neither
+/// fail nor block on it.
+#[test]
+fn a_fifo_planted_in_a_half_moved_tree_does_not_stop_the_store_opening() {
+    let s = setup();
+    let source = raw_source_dir(&s.dir);
+    rename_killed_after_first_copy(&s.dir, &s.key);
+    let status = Command::new("mkfifo")
+        .arg(source.join("planted"))
+        .status()
+        .expect("mkfifo");
+    assert!(status.success());
+    let opened = EncryptedStore::open(
+        FilesystemStore::open(&s.dir).expect("fs"),
+        Keyring::new(s.key.clone()),
+    );
+    assert!(
+        opened.is_ok(),
+        "one planted FIFO refuses the whole store: {}",
+        opened.err().map(|e| e.to_string()).unwrap_or_default()
+    );
+}
