@@ -741,3 +741,178 @@ fn a_fifo_planted_in_a_half_moved_tree_does_not_stop_the_store_opening() {
         opened.err().map(|e| e.to_string()).unwrap_or_default()
     );
 }
+
+// ---------------------------------------------------------------------
+// Two `claude-memory --key-file K [--history] serve` processes at once.
+// ---------------------------------------------------------------------
+
+fn serve(dir: &Path, key: &Path, history: bool) -> std::process::Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_claude-memory-cli"));
+    cmd.arg("--store").arg(dir).arg("--key-file").arg(key);
+    if history {
+        cmd.arg("--history");
+    }
+    cmd.arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn serve")
+}
+
+/// Sends each process its lines at the same moment; their answers.
+fn race(dir: &Path, key: &Path, history: bool, one: &[String], two: &[String]) -> Vec<String> {
+    use std::io::{Read, Write};
+    let mut a = serve(dir, key, history);
+    let mut b = serve(dir, key, history);
+    let (mut ia, mut ib) = (a.stdin.take().expect("in"), b.stdin.take().expect("in"));
+    // Both are running (and have opened the store) before either gets work.
+    std::thread::sleep(Duration::from_millis(300));
+    ia.write_all(one.join("\n").as_bytes()).expect("write");
+    ib.write_all(two.join("\n").as_bytes()).expect("write");
+    drop((ia, ib));
+    let mut out = Vec::new();
+    for child in [&mut a, &mut b] {
+        let mut s = String::new();
+        child
+            .stdout
+            .take()
+            .expect("out")
+            .read_to_string(&mut s)
+            .expect("read");
+        child.wait().expect("wait");
+        out.extend(s.lines().map(str::to_owned));
+    }
+    out
+}
+
+const CLI_FILES: usize = 30;
+
+fn cli_setup() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    Key,
+) {
+    let tmp = tempfile::tempdir().expect("dir");
+    let dir = tmp.path().join("store");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let key_file = tmp.path().join("key");
+    let key = Key::generate_file(&key_file).expect("key");
+    let store = plain_handle(&dir, &key);
+    for i in 0..CLI_FILES {
+        store
+            .write(
+                &p(&format!("/memories/d/n{i}.md")),
+                format!("note {i} alpha\n").as_bytes(),
+                WriteMode::Create,
+            )
+            .expect("write");
+    }
+    (tmp, dir, key_file, key)
+}
+
+fn two_serve_processes_rename_one_directory(history: bool) {
+    let mut broken = Vec::new();
+    for round in 0..3 {
+        let (_tmp, dir, key_file, key) = cli_setup();
+        let out = race(
+            &dir,
+            &key_file,
+            history,
+            &[
+                json!({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
+                    .to_string(),
+            ],
+            &[
+                json!({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/f"})
+                    .to_string(),
+            ],
+        );
+        let now = files(&dir, &key);
+        let renamed = out
+            .iter()
+            .filter(|l| l.contains("Successfully renamed"))
+            .count();
+        println!(
+            "history {history} round {round}: {renamed} of 2 renames answered success, {} files \
+             for {CLI_FILES}",
+            now.len()
+        );
+        for i in 0..CLI_FILES {
+            let places: Vec<&String> = now
+                .keys()
+                .filter(|k| k.ends_with(&format!("/n{i}.md")))
+                .collect();
+            if places.len() != 1 {
+                broken.push(format!(
+                    "round {round}: n{i}.md at {places:?}; answers {out:?}"
+                ));
+                break;
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{broken:#?}");
+}
+
+#[test]
+fn two_serve_processes_renaming_one_directory_leave_each_file_once() {
+    two_serve_processes_rename_one_directory(false);
+}
+
+#[test]
+fn two_history_serve_processes_renaming_one_directory_leave_each_file_once() {
+    two_serve_processes_rename_one_directory(true);
+}
+
+/// One `serve` renames the directory while the other edits every file in
+/// it: each edit that answered success must be in the file afterwards,
+/// wherever it is.
+fn a_serve_edit_racing_a_serve_rename(history: bool) {
+    let mut lost = Vec::new();
+    for round in 0..3 {
+        let (_tmp, dir, key_file, key) = cli_setup();
+        let edits: Vec<String> = (0..CLI_FILES)
+            .rev()
+            .map(|i| {
+                json!({"command": "str_replace", "path": format!("/memories/d/n{i}.md"),
+                    "old_str": "alpha", "new_str": "EDITED"})
+                .to_string()
+            })
+            .collect();
+        let out = race(
+            &dir,
+            &key_file,
+            history,
+            &[
+                json!({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
+                    .to_string(),
+            ],
+            &edits,
+        );
+        let ok_edits = out.iter().filter(|l| l.contains("has been edited")).count();
+        let now = files(&dir, &key);
+        let landed = now.values().filter(|c| c.contains("EDITED")).count();
+        println!(
+            "history {history} round {round}: {ok_edits} of {CLI_FILES} edits answered success, \
+             {landed} in the files, {} files in all",
+            now.len()
+        );
+        if landed != ok_edits {
+            lost.push(format!(
+                "round {round}: {ok_edits} edits answered success, {landed} are in the files"
+            ));
+        }
+    }
+    assert!(lost.is_empty(), "{lost:#?}");
+}
+
+#[test]
+fn a_serve_edit_racing_a_serve_rename_is_not_lost() {
+    a_serve_edit_racing_a_serve_rename(false);
+}
+
+#[test]
+fn a_history_serve_edit_racing_a_history_serve_rename_is_not_lost() {
+    a_serve_edit_racing_a_serve_rename(true);
+}
