@@ -92,6 +92,9 @@ impl<S: MemoryStore> EncryptedStore<S> {
     }
 
     fn write_journal(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<MemoryPath> {
+        // A process whose key is being rotated away writes no journal (it
+        // would be sealed under a key the rotation retires).
+        self.check_rotation(from)?;
         let backend = |e: CryptError| StoreError::Backend {
             path: from.clone(),
             source: Box::new(e),
@@ -218,6 +221,53 @@ impl<S: MemoryStore> EncryptedStore<S> {
             store.as_bytes(),
         ]
         .concat()
+    }
+
+    /// Re-seals under the primary key every move journal another (killed,
+    /// or still running) process left sealed under another key, so that
+    /// retiring that key does not leave a journal no loaded key opens.
+    /// A journal deleted meanwhile (its move finished) stays deleted: the
+    /// write is conditional on the version read.
+    pub(crate) fn reseal_journals(&self) -> Result<(), CryptError> {
+        let primary = self.keys().sealers[0].id();
+        let root = MemoryPath::root();
+        for entry in self.inner().list(&root).map_err(CryptError::Store)? {
+            if !entry.name.starts_with(JOURNAL_PREFIX) {
+                continue;
+            }
+            let Some(path) = root.join(&entry.name) else {
+                continue;
+            };
+            let stored = match self.inner().read(&path, 1 << 16) {
+                Ok(f) => f,
+                Err(StoreError::NotFound { .. }) => continue,
+                Err(e) => return Err(CryptError::Store(e)),
+            };
+            let id = super::seal::key_id_of(&stored.data);
+            if id == Some(primary) {
+                continue;
+            }
+            let context = self.journal_context(&entry.name);
+            // One no loaded key opens is left for the open to report.
+            let Some(body) = self
+                .keys()
+                .sealers
+                .iter()
+                .find(|s| Some(s.id()) == id)
+                .and_then(|s| s.open(&stored.data, &context))
+            else {
+                continue;
+            };
+            let sealed = self.keys().sealers[0].seal(&body, &context)?;
+            match self
+                .inner()
+                .write(&path, &sealed, WriteMode::Update(stored.version))
+            {
+                Ok(_) | Err(StoreError::NotFound { .. } | StoreError::Conflict { .. }) => {}
+                Err(e) => return Err(CryptError::Store(e)),
+            }
+        }
+        Ok(())
     }
 
     /// Finishes every move a killed process left journalled.

@@ -77,6 +77,10 @@ impl<S: MemoryStore> EncryptedStore<S> {
                 "files kept appearing under other keys while the store was rekeyed: stop the other writers, then run rekey again",
             ));
         }
+        // A move journal left by a process killed mid-rename (and not yet
+        // finished by an open) is sealed under the key it had: re-seal it
+        // too, or retiring that key leaves a store that no longer opens.
+        self.reseal_journals()?;
         let (mut rec, version) = self.record()?;
         let hex = primary.to_hex();
         report.retired = rec
