@@ -916,3 +916,107 @@ fn a_serve_edit_racing_a_serve_rename_is_not_lost() {
 fn a_history_serve_edit_racing_a_history_serve_rename_is_not_lost() {
     a_serve_edit_racing_a_serve_rename(true);
 }
+
+/// A `--history serve` renaming a directory is killed by SIGKILL at a
+/// random moment while a second `--history serve`, open since before the
+/// kill, keeps working: it edits every file at the new path it can see
+/// (a half-done move shows its copies) and every file at the old one.
+/// After the next open each file is in one place, every edit that
+/// answered success is in its file, and the history needed no repair.
+#[test]
+fn a_serve_rename_killed_while_another_serve_keeps_editing() {
+    use std::io::{Read, Write};
+    let mut seed = 0xD1B5_4A32_D192_ED03_u64;
+    let (mut mid_move, mut broken) = (0, Vec::new());
+    for round in 0..12 {
+        let tmp = tempfile::tempdir().expect("dir");
+        let dir = tmp.path().join("store");
+        std::fs::create_dir(&dir).expect("mkdir");
+        let key_file = tmp.path().join("key");
+        Key::generate_file(&key_file).expect("key");
+        {
+            let history = open_sealed(&dir.display().to_string(), &key_file.display().to_string());
+            for i in 0..CLI_FILES {
+                history
+                    .write(
+                        &p(&format!("/memories/d/n{i}.md")),
+                        format!("note {i} alpha\n").as_bytes(),
+                        WriteMode::Create,
+                    )
+                    .expect("write");
+            }
+        }
+        let mut mover = serve(&dir, &key_file, true);
+        let mut other = serve(&dir, &key_file, true);
+        std::thread::sleep(Duration::from_millis(300));
+        let mut min = mover.stdin.take().expect("in");
+        min.write_all(
+            json!({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
+                .to_string()
+                .as_bytes(),
+        )
+        .expect("write");
+        min.write_all(b"\n").expect("write");
+        std::thread::sleep(Duration::from_millis(5 + next_random(&mut seed) % 150));
+        mover.kill().expect("SIGKILL");
+        let _ = mover.wait();
+        drop(min);
+        let journal_left = std::fs::read_dir(&dir)
+            .expect("read_dir")
+            .filter_map(Result::ok)
+            .any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("_claude-memory-move-")
+            });
+        mid_move += usize::from(journal_left);
+        let lines: Vec<String> = (0..CLI_FILES)
+            .flat_map(|i| {
+                ["d", "e"].map(|d| {
+                    json!({"command": "str_replace", "path": format!("/memories/{d}/n{i}.md"),
+                        "old_str": "alpha", "new_str": format!("EDITED{d}")})
+                    .to_string()
+                })
+            })
+            .collect();
+        let mut oin = other.stdin.take().expect("in");
+        oin.write_all(lines.join("\n").as_bytes()).expect("write");
+        drop(oin);
+        let mut out = String::new();
+        other
+            .stdout
+            .take()
+            .expect("out")
+            .read_to_string(&mut out)
+            .expect("read");
+        other.wait().expect("wait");
+        let ok = out
+            .lines()
+            .filter(|l| l.contains("has been edited"))
+            .count();
+        let history = open_sealed(&dir.display().to_string(), &key_file.display().to_string());
+        let report = history.repair_report().clone();
+        let now = live(&history).expect("every file opens");
+        let texts = files(&dir, &history_key(&key_file));
+        let landed = texts.values().filter(|c| c.contains("EDITED")).count();
+        println!(
+            "round {round}: journal left {journal_left}, {ok} edits answered success, {landed} \
+             in the files, {} files, repair recorded {}",
+            now.len(),
+            report.recorded.len()
+        );
+        if now.len() != CLI_FILES || landed != ok || !report.recorded.is_empty() {
+            broken.push(format!(
+                "round {round} (journal left {journal_left}): {} files for {CLI_FILES}, {ok} \
+                 edits answered success, {landed} in the files; repair: {report}",
+                now.len()
+            ));
+        }
+    }
+    println!("{mid_move} of 12 kills inside the move");
+    assert!(broken.is_empty(), "{broken:#?}");
+}
+
+fn history_key(key_file: &Path) -> Key {
+    Key::from_file(key_file).expect("key")
+}
