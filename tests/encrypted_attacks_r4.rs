@@ -740,6 +740,13 @@ fn a_fifo_planted_in_a_half_moved_tree_does_not_stop_the_store_opening() {
         "one planted FIFO refuses the whole store: {}",
         opened.err().map(|e| e.to_string()).unwrap_or_default()
     );
+    drop(opened);
+    let now = files(&s.dir, &s.key);
+    assert_eq!(
+        now.keys().filter(|k| k.starts_with("/memories/e/")).count(),
+        3,
+        "{now:?}"
+    );
 }
 
 // ---------------------------------------------------------------------
@@ -814,7 +821,8 @@ fn cli_setup() -> (
 
 fn two_serve_processes_rename_one_directory(history: bool) {
     let mut broken = Vec::new();
-    for round in 0..3 {
+    // A race: not every round overlaps the two moves.
+    for round in 0..6 {
         let (_tmp, dir, key_file, key) = cli_setup();
         let out = race(
             &dir,
@@ -1019,4 +1027,158 @@ fn a_serve_rename_killed_while_another_serve_keeps_editing() {
 
 fn history_key(key_file: &Path) -> Key {
     Key::from_file(key_file).expect("key")
+}
+
+/// A rename killed part way, then a local process swaps one source file
+/// for a sparse file of a terabyte (no write makes one; the README says
+/// it is refused before a byte is read). The store must still open.
+#[test]
+fn a_huge_sparse_file_in_a_half_moved_tree_does_not_stop_the_store_opening() {
+    let s = setup();
+    let source = raw_source_dir(&s.dir);
+    rename_killed_after_first_copy(&s.dir, &s.key);
+    let victim = std::fs::read_dir(&source)
+        .expect("read_dir")
+        .filter_map(Result::ok)
+        .next()
+        .expect("a source file")
+        .path();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&victim)
+        .expect("open");
+    f.set_len(1 << 40).expect("sparse");
+    drop(f);
+    let started = std::time::Instant::now();
+    let opened = EncryptedStore::open(
+        FilesystemStore::open(&s.dir).expect("fs"),
+        Keyring::new(s.key.clone()),
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        opened.is_ok(),
+        "one planted sparse file refuses the whole store: {}",
+        opened.err().map(|e| e.to_string()).unwrap_or_default()
+    );
+}
+
+/// A rename killed part way, then a local process replaces the half-made
+/// destination directory with a symbolic link to a directory outside the
+/// store (holding the same copies). Finishing the move must not write
+/// through it: nothing may appear outside the store.
+#[test]
+fn a_symlink_planted_as_a_half_made_destination_is_not_written_through() {
+    let s = setup();
+    let source = raw_source_dir(&s.dir);
+    rename_killed_after_first_copy(&s.dir, &s.key);
+    let dest = std::fs::read_dir(&s.dir)
+        .expect("read_dir")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .find(|p| {
+            *p != source
+                && !p
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .expect("the half-made destination");
+    let outside = s._tmp.path().join("outside");
+    std::fs::rename(&dest, &outside).expect("move it out");
+    std::os::unix::fs::symlink(&outside, &dest).expect("symlink");
+    let before = std::fs::read_dir(&outside).expect("read_dir").count();
+    let opened = EncryptedStore::open(
+        FilesystemStore::open(&s.dir).expect("fs"),
+        Keyring::new(s.key.clone()),
+    );
+    let after = std::fs::read_dir(&outside).expect("read_dir").count();
+    println!(
+        "symlinked destination: open {:?}, {before} files outside before, {after} after",
+        opened.as_ref().map(|_| ()).map_err(ToString::to_string)
+    );
+    assert_eq!(before, after, "the open wrote through the planted link");
+    assert!(
+        opened.is_ok(),
+        "a planted link refuses the whole store: {}",
+        opened.err().map(|e| e.to_string()).unwrap_or_default()
+    );
+}
+
+/// Another handle creates files under the destination while the move
+/// copies into it (the destination did not exist when the move checked):
+/// each create that answers success must keep its content; on a store
+/// whose rename is atomic the rename would have been refused
+/// (`AlreadyExists`) or the create would have met the moved file.
+#[test]
+fn a_create_at_the_destination_racing_a_rename_is_not_overwritten() {
+    let s = setup();
+    let other = MemoryTool::new(plain_handle(&s.dir, &s.key));
+    let created = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&created);
+    let mover = hooked_handle(
+        &s.dir,
+        &s.key,
+        Box::new(move |n| {
+            if n == 1 {
+                for name in ["a", "b", "c"] {
+                    let out = other.dispatch(&json!({"command": "create",
+                        "path": format!("/memories/e/{name}.md"),
+                        "file_text": "made by the other process\n"}));
+                    seen.lock().expect("lock").push((name, out));
+                }
+            }
+        }),
+    );
+    let moved = mover.rename(&p("/memories/d"), &p("/memories/e"));
+    let creates = std::mem::take(&mut *created.lock().expect("lock"));
+    let now = files(&s.dir, &s.key);
+    for (name, out) in creates {
+        if !out.is_error {
+            assert!(
+                now.get(&format!("/memories/e/{name}.md"))
+                    .is_some_and(|c| c.contains("other process")),
+                "the create of /memories/e/{name}.md answered {:?}, then the rename \
+                 ({moved:?}) wrote over it: {now:?}",
+                out.content
+            );
+        }
+    }
+}
+
+/// A rekey run to the end by another process while a rename (by a process
+/// holding only the old key) is copying: the rest of the move is refused
+/// as rotated and undone; every file is at its old path, once, and opens
+/// with the new key alone.
+#[test]
+fn a_rekey_racing_a_live_rename_leaves_each_file_once_under_the_new_key() {
+    let s = setup();
+    let new = Key::generate().expect("key");
+    let rotator = EncryptedStore::open(
+        FilesystemStore::open(&s.dir).expect("fs"),
+        Keyring::new(new.clone()).with(s.key.clone()),
+    )
+    .expect("open with both keys");
+    let report = Arc::new(Mutex::new(None));
+    let seen = Arc::clone(&report);
+    let mover = hooked_handle(
+        &s.dir,
+        &s.key,
+        Box::new(move |n| {
+            if n == 1 {
+                *seen.lock().expect("lock") = Some(rotator.rekey().map_err(|e| e.to_string()));
+            }
+        }),
+    );
+    let moved = mover.rename(&p("/memories/d"), &p("/memories/e"));
+    let report = report.lock().expect("lock").take().expect("rekey ran");
+    drop(mover);
+    let now = files(&s.dir, &new);
+    println!("rename {moved:?}, rekey {report:?}, files {now:?}");
+    for name in ["a", "b", "c"] {
+        let places: Vec<&String> = now
+            .keys()
+            .filter(|k| k.ends_with(&format!("/{name}.md")))
+            .collect();
+        assert_eq!(places.len(), 1, "{name}.md at {places:?}: {now:?}");
+    }
 }
