@@ -246,8 +246,12 @@ mod cli_loops {
     const SECRET: &str = "TOPSECRET-r3-0123456789";
     const CHANGES: usize = 240;
 
+    /// The CLI processes running now, killed if the test finds them
+    /// stuck.
+    static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
     fn cli(store: &str, args: &[&str], stdin: &str) -> std::process::Output {
-        let mut child = Command::new(BIN)
+        let child = Command::new(BIN)
             .arg("--store")
             .arg(store)
             .args(args)
@@ -258,10 +262,18 @@ mod cli_loops {
             .stderr(Stdio::piped())
             .spawn()
             .expect("run the CLI");
+        let mut child = child;
+        let pid = child.id();
+        RUNNING.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
         let mut input = child.stdin.take().expect("stdin");
-        input.write_all(stdin.as_bytes()).expect("stdin");
+        let _ = input.write_all(stdin.as_bytes());
         drop(input);
-        child.wait_with_output().expect("output")
+        let out = child.wait_with_output().expect("output");
+        RUNNING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p| *p != pid);
+        out
     }
 
     /// Creates holding the secret, edits, renames and deletes (a rename
@@ -322,6 +334,21 @@ mod cli_loops {
                 std::thread::spawn(move || cli(&store, &["serve"], &calls(w)))
             })
             .collect();
+        // Two writers' 240 calls take seconds; stuck processes are a
+        // deadlock between them (the locks they hold, then killed).
+        let start = std::time::Instant::now();
+        while !writers.iter().all(|w| w.is_finished()) {
+            if start.elapsed() > std::time::Duration::from_secs(120) {
+                let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+                stop.store(true, Ordering::Relaxed);
+                let stuck: Vec<u32> = RUNNING.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                for pid in &stuck {
+                    let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+                }
+                panic!("writers stuck for 120 s (processes {stuck:?}); /proc/locks:\n{locks}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
         for w in writers {
             let o = w.join().expect("writer");
             assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
