@@ -173,6 +173,14 @@ impl FileLog {
             state.last_batch = None;
         }
         let len = state.file.metadata().map_err(log_error)?.len();
+        // Rewritten in place (a full disk: the same file, shorter, maybe
+        // grown again since): what this handle saw up to `seen` is not
+        // there any more, so it reads the journal again from its start
+        // (its last id only grows).
+        if len < state.seen || (len > state.seen && !line_ends_at(&state.file, state.seen)?) {
+            state.seen = 0;
+            state.last_batch = None;
+        }
         if len <= state.seen {
             return Ok(());
         }
@@ -363,6 +371,37 @@ impl FileLog {
     }
 }
 
+/// Whether the byte before `at` is a newline (a line ends there), or
+/// `at` is the start.
+fn line_ends_at(file: &File, at: u64) -> Result<bool, HistoryError> {
+    if at == 0 {
+        return Ok(true);
+    }
+    let mut byte = [0u8; 1];
+    let mut reader = file;
+    reader.seek(SeekFrom::Start(at - 1)).map_err(log_error)?;
+    reader.read_exact(&mut byte).map_err(log_error)?;
+    Ok(byte[0] == b'\n')
+}
+
+impl FileLog {
+    /// Cuts a torn last line (a writer killed mid-append since this
+    /// handle opened the journal) before anything is appended after it:
+    /// else the next line would continue the torn one, and neither could
+    /// be read.
+    fn heal_tail(&self, state: &mut FileState) -> Result<(), HistoryError> {
+        let len = state.file.metadata().map_err(log_error)?.len();
+        if line_ends_at(&state.file, len)? {
+            return Ok(());
+        }
+        self.cut_torn_tail(state)?;
+        let len = state.file.metadata().map_err(log_error)?.len();
+        state.seen = state.seen.min(len);
+        state.last_batch = None;
+        Ok(())
+    }
+}
+
 fn is_full(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::StorageFull || e.raw_os_error() == Some(28)
 }
@@ -380,6 +419,7 @@ impl HistoryLog for FileLog {
     fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
         self.locked(|state| {
             self.flush(state)?;
+            self.heal_tail(state)?;
             let mut lines = Vec::new();
             let mut id = state.last_id;
             for v in versions.iter_mut() {
@@ -467,6 +507,7 @@ impl HistoryLog for FileLog {
                 state.last_batch = None;
                 return Ok(());
             }
+            self.heal_tail(state)?;
             let mut line = serde_json::to_vec(&Line::Drop { drop: ids.to_vec() })
                 .map_err(|e| io::Error::other(e.to_string()))
                 .map_err(log_error)?;

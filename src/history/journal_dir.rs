@@ -66,6 +66,21 @@ impl Dir {
     /// The journal, opened (created 0600 unless `read_only`) without
     /// following a link and checked: a regular file with one link.
     pub(super) fn journal(&self, read_only: bool) -> Result<File, HistoryError> {
+        // A journal with no link left was renamed over by another
+        // process's rewrite between the open and the check: open the one
+        // there now.
+        for _ in 0..100 {
+            match self.journal_once(read_only)? {
+                Some(file) => return Ok(file),
+                None => continue,
+            }
+        }
+        Err(HistoryError::Log(
+            "the history journal keeps being replaced while it is opened".into(),
+        ))
+    }
+
+    fn journal_once(&self, read_only: bool) -> Result<Option<File>, HistoryError> {
         use rustix::fs::{Mode, OFlags};
         let mut flags = OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
         flags |= if read_only {
@@ -87,6 +102,9 @@ impl Dir {
                 "the history journal is not a regular file: refused".into(),
             ));
         }
+        if stat.st_nlink == 0 {
+            return Ok(None);
+        }
         if stat.st_nlink != 1 {
             return Err(HistoryError::Log(
                 "the history journal has another hard link: refused".into(),
@@ -95,7 +113,7 @@ impl Dir {
         if !read_only && stat.st_mode & 0o077 != 0 {
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o600)).map_err(log_error)?;
         }
-        Ok(File::from(fd))
+        Ok(Some(File::from(fd)))
     }
 
     /// The journal opened to write from its start (not appending).
