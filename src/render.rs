@@ -81,9 +81,44 @@ pub(crate) fn directory_header(path: &str) -> String {
     )
 }
 
-pub(crate) fn listing_line(size: u64, path: &str, is_dir: bool) -> String {
-    let slash = if is_dir { "/" } else { "" };
-    format!("{}\t{path}{slash}", human_size(size))
+/// One row of a directory listing, `{size}\t{path}` (a `/` after a
+/// directory), appended to `out`; returns its length in characters.
+/// Written without `format!` (a listing of 300 files spent a sixth of its
+/// user time in the formatting machinery, in `perf` of `backends`).
+pub(crate) fn listing_line(out: &mut String, size: u64, path: &str, is_dir: bool) -> usize {
+    let start = out.len();
+    out.reserve(8 + path.len() + 1);
+    if size < 1024 {
+        push_decimal(out, size);
+        out.push('B');
+    } else {
+        out.push_str(&human_size(size));
+    }
+    let size_chars = out.len() - start; // ASCII only
+    out.push('\t');
+    out.push_str(path);
+    if is_dir {
+        out.push('/');
+    }
+    size_chars + 1 + path.chars().count() + usize::from(is_dir)
+}
+
+/// `n` in decimal, appended to `out`.
+fn push_decimal(out: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut rest = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        out.push(char::from(d));
+    }
 }
 
 pub(crate) fn listing_truncated(more: usize) -> String {
@@ -439,6 +474,24 @@ pub fn human_size(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_line_is_the_size_a_tab_and_the_path() {
+        for (size, path, is_dir) in [
+            (0, "/memories/a.md", false),
+            (9, "/memories/d", true),
+            (1023, "/memories/caf\u{e9}.md", false),
+            (1024, "/memories/x", true),
+            (u64::MAX, "/memories/\u{1F600}", false),
+        ] {
+            let mut out = String::from("head");
+            let chars = listing_line(&mut out, size, path, is_dir);
+            let slash = if is_dir { "/" } else { "" };
+            let want = format!("{}\t{path}{slash}", human_size(size));
+            assert_eq!(out, format!("head{want}"));
+            assert_eq!(chars, want.chars().count());
+        }
+    }
 
     #[test]
     fn sizes_follow_spec_examples() {

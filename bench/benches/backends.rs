@@ -78,17 +78,27 @@ fn measure(w: &mut dyn Work) -> [f64; 5] {
         w.replace(i);
     }
     let replace = rate(start, N);
+    let trees = tree_rounds();
     let start = Instant::now();
-    for _ in 0..N / 10 {
+    for _ in 0..trees {
         w.tree();
     }
-    let tree = rate(start, N / 10);
+    let tree = rate(start, trees);
     let start = Instant::now();
     for i in 0..N {
         w.delete(i);
     }
     let delete = rate(start, N);
     [create, view, replace, tree, delete]
+}
+
+/// How many tree views to time: `N / 10`, or `CLAUDE_MEMORY_BENCH_TREES`
+/// (more of them make a profile of that cell, e.g. under `perf record`).
+fn tree_rounds() -> usize {
+    std::env::var("CLAUDE_MEMORY_BENCH_TREES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(N / 10)
 }
 
 fn row(name: &str, r: [f64; 5]) {

@@ -41,7 +41,10 @@ impl Listing {
         if self.chars > self.budget {
             return None;
         }
-        let path = format!("{parent}/{name}");
+        let mut path = String::with_capacity(parent.len() + 1 + name.len());
+        path.push_str(parent);
+        path.push('/');
+        path.push_str(name);
         self.chars += path.chars().count() + MIN_SIZE_WIDTH + 1;
         self.rows.push((0, path, is_dir));
         Some(self.rows.len() - 1)
@@ -127,19 +130,23 @@ impl<S: MemoryStore> MemoryTool<S> {
         })
         .map_err(|e| render::storage_failure(&e, &base))?;
         let mut out = render::directory_header(&base);
+        out.reserve(listing.chars.min(listing.budget.saturating_add(1)));
         let limit = self.config.view_output_limit;
         let mut used = 0;
         let mut shown = 0;
         for (size, path, is_dir) in &listing.rows {
-            let line = render::listing_line(*size, path, *is_dir);
-            let cost = line.chars().count() + usize::from(shown > 0);
+            // Each row is written in place, and taken back if it does not
+            // fit (the first one always shows).
+            let before = out.len();
+            out.push('\n');
+            let cost =
+                render::listing_line(&mut out, *size, path, *is_dir) + usize::from(shown > 0);
             if shown > 0 && used + cost > limit {
+                out.truncate(before);
                 break;
             }
             used += cost;
             shown += 1;
-            out.push('\n');
-            out.push_str(&line);
         }
         if shown < listing.entries {
             out.push('\n');
