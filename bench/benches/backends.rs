@@ -68,17 +68,20 @@ fn measure(w: &mut dyn Work) -> [f64; 5] {
         w.create(i, &note);
     }
     let create = rate(start, N);
+    let views = rounds("CLAUDE_MEMORY_BENCH_VIEWS", 1);
     let start = Instant::now();
-    for i in 0..N {
-        w.view(i);
+    for _ in 0..views {
+        for i in 0..N {
+            w.view(i);
+        }
     }
-    let view = rate(start, N);
+    let view = rate(start, N * views);
     let start = Instant::now();
     for i in 0..N {
         w.replace(i);
     }
     let replace = rate(start, N);
-    let trees = tree_rounds();
+    let trees = rounds("CLAUDE_MEMORY_BENCH_TREES", N / 10);
     let start = Instant::now();
     for _ in 0..trees {
         w.tree();
@@ -92,13 +95,15 @@ fn measure(w: &mut dyn Work) -> [f64; 5] {
     [create, view, replace, tree, delete]
 }
 
-/// How many tree views to time: `N / 10`, or `CLAUDE_MEMORY_BENCH_TREES`
-/// (more of them make a profile of that cell, e.g. under `perf record`).
-fn tree_rounds() -> usize {
-    std::env::var("CLAUDE_MEMORY_BENCH_TREES")
+/// How many rounds of a phase to time: `default`, or the number in the
+/// environment variable `var` (`CLAUDE_MEMORY_BENCH_TREES` for tree views,
+/// `CLAUDE_MEMORY_BENCH_VIEWS` for rounds of views of every note): more of
+/// them make a profile of that cell, e.g. under `perf record`.
+fn rounds(var: &str, default: usize) -> usize {
+    std::env::var(var)
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(N / 10)
+        .unwrap_or(default)
 }
 
 fn row(name: &str, r: [f64; 5]) {

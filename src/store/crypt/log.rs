@@ -5,7 +5,7 @@
 //! model sees (plaintext paths and contents) and `diff`, `revert`,
 //! `restore` and `redact` work unchanged for the key holder; the log it
 //! writes through this wrapper holds each version's path, source path,
-//! content and content hash sealed (XChaCha20-Poly1305, fresh nonce), so
+//! content and content hash sealed (the content seal: AES-256-GCM or XChaCha20-Poly1305, fresh nonce), so
 //! the journal file or table keeps no plaintext. Ids, times, operations,
 //! sizes, labels and `tool_use` ids stay in the clear (the log's own
 //! bookkeeping).

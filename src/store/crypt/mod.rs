@@ -1,8 +1,9 @@
 //! Encrypted memories at rest, over any store (feature `encryption`).
 //!
 //! [`EncryptedStore`] wraps any [`MemoryStore`](crate::MemoryStore) and
-//! keeps in it only ciphertext: file contents sealed with
-//! XChaCha20-Poly1305 (a fresh nonce per seal, the key id in the header,
+//! keeps in it only ciphertext: file contents sealed with AES-256-GCM
+//! where the CPU has AES instructions and XChaCha20-Poly1305 elsewhere
+//! (a fresh nonce per seal, the format and key id in the header,
 //! the file's path as associated data), names encrypted with AES-SIV
 //! (deterministic, the parent directory as context), and one key record
 //! that refuses the wrong key at open. Everything cryptographic is

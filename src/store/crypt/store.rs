@@ -18,7 +18,7 @@ use crate::store::{
 };
 
 /// A store whose contents and names are encrypted at rest, over any other
-/// store (SPEC §7): contents with XChaCha20-Poly1305 bound to their path,
+/// store (SPEC §7): contents with an AEAD (AES-256-GCM or XChaCha20-Poly1305) bound to their path,
 /// names with AES-SIV bound to their parent, a key record that refuses the
 /// wrong key at open. See the README's threat model.
 ///
