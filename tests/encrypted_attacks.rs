@@ -118,6 +118,16 @@ impl<S: MemoryStore> MemoryStore for Recorder<S> {
     ) -> StoreResult<bool> {
         self.inner.delete_file_if(path, still)
     }
+    fn exclusive(
+        &self,
+        path: &MemoryPath,
+        f: &mut dyn FnMut() -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        self.inner.exclusive(path, f)
+    }
+    fn locks_writers(&self) -> bool {
+        self.inner.locks_writers()
+    }
 }
 
 /// Every byte of every file below `dir`, each file's name included.

@@ -375,6 +375,16 @@ impl<S: MemoryStore> MemoryStore for Failing<S> {
         self.deleting(path)?;
         self.inner.delete_file_if(path, still)
     }
+    fn exclusive(
+        &self,
+        path: &MemoryPath,
+        f: &mut dyn FnMut() -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        self.inner.exclusive(path, f)
+    }
+    fn locks_writers(&self) -> bool {
+        self.inner.locks_writers()
+    }
 }
 
 /// A tree of three notes in `/memories/src`.

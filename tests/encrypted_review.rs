@@ -158,6 +158,16 @@ impl<S: MemoryStore> MemoryStore for BadDelete<S> {
     ) -> StoreResult<bool> {
         self.inner.delete_file_if(path, still)
     }
+    fn exclusive(
+        &self,
+        path: &MemoryPath,
+        f: &mut dyn FnMut() -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        self.inner.exclusive(path, f)
+    }
+    fn locks_writers(&self) -> bool {
+        self.inner.locks_writers()
+    }
 }
 
 fn three_notes(tool: &MemoryTool<impl MemoryStore>) {

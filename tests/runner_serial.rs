@@ -98,6 +98,16 @@ impl MemoryStore for Watched {
     ) -> StoreResult<bool> {
         self.watch(|| self.inner.delete_file_if(path, still))
     }
+    fn exclusive(
+        &self,
+        path: &MemoryPath,
+        f: &mut dyn FnMut() -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        self.inner.exclusive(path, f)
+    }
+    fn locks_writers(&self) -> bool {
+        self.inner.locks_writers()
+    }
 }
 
 /// One turn: create a file, then eight inserts at line 0, then a view.

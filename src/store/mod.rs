@@ -442,6 +442,38 @@ pub trait MemoryStore: Send + Sync {
             Err(e) => Err(e),
         }
     }
+
+    /// Runs `f` holding this store's write lock, where the store has one
+    /// that every writer of it takes, in every process and through every
+    /// handle: `f`'s own calls on this thread take it again, and every
+    /// other writer waits until `f` returns. `path` names the change in a
+    /// lock error.
+    ///
+    /// For a wrapper that makes one change out of several calls, such as
+    /// the encrypted store's `rename` (a copy under new names, then the
+    /// source deleted), so no other writer sees or changes the half-made
+    /// state. The filesystem store holds its lock file (the in-process
+    /// mutex and the `flock`). The default runs `f` with no lock: right
+    /// for a store whose writers share no lock that can be held across
+    /// calls (the in-memory, SQL and cloud stores, and a history store,
+    /// whose changes are each serialized under its log's lock already).
+    fn exclusive(
+        &self,
+        path: &MemoryPath,
+        f: &mut dyn FnMut() -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        let _ = path;
+        f()
+    }
+
+    /// Whether [`exclusive`](Self::exclusive) really holds every other
+    /// writer off (the filesystem store, writable). A wrapper that would
+    /// act on what it finds under the lock (the encrypted store finishing
+    /// a move a killed process left) asks first: without the lock, what
+    /// it finds may be another writer's change still under way.
+    fn locks_writers(&self) -> bool {
+        false
+    }
 }
 
 macro_rules! forward_store {
@@ -507,6 +539,16 @@ macro_rules! forward_store {
                 still: &mut dyn FnMut(&Metadata) -> bool,
             ) -> StoreResult<bool> {
                 (**self).delete_file_if(path, still)
+            }
+            fn exclusive(
+                &self,
+                path: &MemoryPath,
+                f: &mut dyn FnMut() -> StoreResult<()>,
+            ) -> StoreResult<()> {
+                (**self).exclusive(path, f)
+            }
+            fn locks_writers(&self) -> bool {
+                (**self).locks_writers()
             }
         }
     )*};

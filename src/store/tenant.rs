@@ -277,4 +277,19 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
             .delete_file_if(&self.inner(path), still)
             .map_err(|e| self.outer(e))
     }
+
+    /// The base store's lock (a tenant's writers share it).
+    fn exclusive(
+        &self,
+        path: &MemoryPath,
+        f: &mut dyn FnMut() -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        self.base
+            .exclusive(&self.inner(path), f)
+            .map_err(|e| self.outer(e))
+    }
+
+    fn locks_writers(&self) -> bool {
+        self.base.locks_writers()
+    }
 }

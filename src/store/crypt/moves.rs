@@ -9,16 +9,22 @@
 //! the move (copies are idempotent, the source goes last), so afterwards
 //! each entry is at its new path only.
 
+use std::sync::atomic::Ordering;
+
 use serde::{Deserialize, Serialize};
 
 use super::CryptError;
 use super::record::CONTROL_PREFIX;
 use super::store::EncryptedStore;
 use crate::path::MemoryPath;
-use crate::store::walk::{Flow, Order, Step, walk};
+use crate::store::walk::{Flow, Order, Step, walk, walk_skipping_unlistable};
 use crate::store::{EntryKind, MemoryStore, StoreError, StoreResult, WriteMode};
 
 const JOURNAL_PREFIX: &str = "_claude-memory-move-";
+/// The journal's name where the wrapped store locks its writers (moves
+/// are then one at a time, so one name does, and a writer finds a move a
+/// killed process left with one `stat`).
+const LOCKED_JOURNAL: &str = "_claude-memory-move-0";
 const JOURNAL_CONTEXT: &[u8] = b"claude-memory move journal";
 
 #[derive(Serialize, Deserialize)]
@@ -27,10 +33,69 @@ struct Journal {
     to: String,
 }
 
+/// How a tree is copied: by a live move (every destination new: one that
+/// exists was made by a writer that takes no lock, and stops the move), or
+/// when a move a killed process left is finished at open (a destination
+/// that exists is the move's own copy, or a newer edit of it: it is kept).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Copying {
+    Live,
+    Finishing,
+}
+
+/// What a copy did, to undo it (a live move that failed) or to finish it.
+#[derive(Default)]
+struct Copied {
+    /// Destination files this copy wrote.
+    written: Vec<MemoryPath>,
+    /// Source files whose content is now at the destination, to delete.
+    moved: Vec<MemoryPath>,
+    /// Empty directories renamed: (source, destination).
+    dirs: Vec<(MemoryPath, MemoryPath)>,
+    /// Source entries left where they are (finishing only): unreadable,
+    /// damaged, planted, or different from a destination that exists.
+    left: usize,
+}
+
+/// Marks a handle as moving (see `Keys::moving`) until dropped, also when
+/// the move unwinds.
+struct Moving<'a>(&'a super::store::Keys);
+
+impl<'a> Moving<'a> {
+    fn start(keys: &'a super::store::Keys) -> Self {
+        keys.moving.store(true, Ordering::Relaxed);
+        Moving(keys)
+    }
+}
+
+impl Drop for Moving<'_> {
+    fn drop(&mut self) {
+        self.0.moving.store(false, Ordering::Relaxed);
+    }
+}
+
 impl<S: MemoryStore> EncryptedStore<S> {
-    /// Checks as every store does (SPEC §3 rename), journals, moves.
+    /// Checks as every store does (SPEC §3 rename), journals, moves: all
+    /// under the wrapped store's write lock
+    /// ([`MemoryStore::exclusive`]), so on a store that has one (the
+    /// filesystem store) no other writer, in any process, sees or edits
+    /// the half-moved tree.
     pub(crate) fn move_entry(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
         StoreError::check_rename(from, to)?;
+        let stored = self.enc(from).unwrap_or_else(MemoryPath::root);
+        let mut result = Ok(());
+        self.inner()
+            .exclusive(&stored, &mut || {
+                result = self.move_locked(from, to);
+                Ok(())
+            })
+            .map_err(|e| self.outer(e, &[(&stored, from)]))?;
+        result
+    }
+
+    fn move_locked(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        self.finish_pending_locked(from)?;
+        let _moving = Moving::start(self.keys());
         let Some(kind) = self.stat(from)?.map(|m| m.kind) else {
             return Err(StoreError::NotFound { path: from.clone() });
         };
@@ -63,14 +128,16 @@ impl<S: MemoryStore> EncryptedStore<S> {
         }
         StoreError::check_depth(from, to, below)?;
         let journal = self.write_journal(from, to)?;
-        if let Err(e) = self.copy_tree(from, to, WriteMode::Create) {
+        let mut copied = Copied::default();
+        if let Err(e) = self.copy_tree(from, to, Copying::Live, &mut copied) {
             // All or nothing (SPEC §7): a copy that failed part way (a
-            // full disk, a store gone away) is undone. `to` did not exist
-            // before, and nothing of the source is touched yet, so
-            // removing `to` restores the store. If even that fails, the
-            // journal stays and the next open finishes the move instead,
-            // as after a kill.
-            if matches!(self.delete(to), Ok(()) | Err(StoreError::NotFound { .. })) {
+            // full disk, a store gone away, a destination another writer
+            // made) is undone: what it wrote goes, and nothing else (not
+            // a file another writer put below `to`). Nothing of the
+            // source is touched yet. If the undo fails too, the journal
+            // stays and the next open finishes the move instead, as after
+            // a kill.
+            if self.undo_copy(to, &copied) {
                 let _ = self.inner().delete(&journal);
             }
             return Err(e);
@@ -99,9 +166,15 @@ impl<S: MemoryStore> EncryptedStore<S> {
             path: from.clone(),
             source: Box::new(e),
         };
-        let mut id = [0u8; 8];
-        getrandom::getrandom(&mut id).map_err(|e| backend(CryptError::Random(e.to_string())))?;
-        let name = format!("{JOURNAL_PREFIX}{}", super::record::hex_encode(&id));
+        let name = if self.inner().locks_writers() {
+            LOCKED_JOURNAL.to_owned()
+        } else {
+            // No lock: moves may run at once, each with its own journal.
+            let mut id = [0u8; 8];
+            getrandom::getrandom(&mut id)
+                .map_err(|e| backend(CryptError::Random(e.to_string())))?;
+            format!("{JOURNAL_PREFIX}{}", super::record::hex_encode(&id))
+        };
         let path = MemoryPath::root()
             .join(&name)
             .ok_or_else(|| StoreError::Invalid {
@@ -127,8 +200,22 @@ impl<S: MemoryStore> EncryptedStore<S> {
 
     /// Copies every file below `from` (or `from` itself) to the same place
     /// below `to`, re-sealed, and moves empty directories; `from`'s files
-    /// stay.
-    fn copy_tree(&self, from: &MemoryPath, to: &MemoryPath, mode: WriteMode) -> StoreResult<()> {
+    /// stay. What it did is in `copied`, also when it fails.
+    ///
+    /// Live, the first failure stops it. Finishing, an entry that cannot
+    /// be read (damaged, planted, over the size bound), a directory that
+    /// cannot be listed, or a destination that cannot be written (a
+    /// planted link) is left where it is and counted; so is a source file
+    /// whose destination exists with other content (an edit made to the
+    /// copy after the kill: both stay, nothing is lost). Only failures of
+    /// the store itself stop it.
+    fn copy_tree(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        how: Copying,
+        copied: &mut Copied,
+    ) -> StoreResult<()> {
         let Some(meta) = self.stat(from)? else {
             return Ok(());
         };
@@ -145,7 +232,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
             files.push(from.clone());
         } else {
             let mut children: Vec<usize> = Vec::new();
-            walk(self, from, Order::AsListed, &mut |step| {
+            let visit = &mut |step: Step<'_>| {
                 match step {
                     Step::Enter { .. } => children.push(0),
                     Step::File { dir, entry, .. } => {
@@ -166,18 +253,45 @@ impl<S: MemoryStore> EncryptedStore<S> {
                     }
                 }
                 Ok(Flow::Continue)
-            })?;
+            };
+            match how {
+                Copying::Live => walk(self, from, Order::AsListed, visit)?,
+                Copying::Finishing => {
+                    if walk_skipping_unlistable(self, from, Order::AsListed, visit).is_err() {
+                        // The source itself cannot be listed: all of it
+                        // stays, the journal too.
+                        copied.left += 1;
+                        return Ok(());
+                    }
+                }
+            }
         }
         for file in &files {
             let Some(dest) = map(file) else { continue };
-            let content = self.read(file, super::read::MAX_FILE_BYTES)?;
-            match self.write(&dest, &content.data, mode) {
-                Err(StoreError::AlreadyExists { .. }) if mode == WriteMode::Create => {
-                    self.write(&dest, &content.data, WriteMode::Overwrite)?;
+            let content = match self.read(file, super::read::MAX_FILE_BYTES) {
+                Ok(c) => c,
+                Err(e) if how == Copying::Live => return Err(e),
+                Err(_) => {
+                    copied.left += 1;
+                    continue;
                 }
-                other => {
-                    other?;
+            };
+            match self.write(&dest, &content.data, WriteMode::Create) {
+                Ok(_) => {
+                    copied.written.push(dest);
+                    copied.moved.push(file.clone());
                 }
+                Err(e) if how == Copying::Live => return Err(e),
+                Err(StoreError::AlreadyExists { .. }) => {
+                    // The move's own copy (the kill came after it), or an
+                    // edit of that copy since: the source goes only if it
+                    // holds nothing the destination does not.
+                    match self.read(&dest, super::read::MAX_FILE_BYTES) {
+                        Ok(there) if there.data == content.data => copied.moved.push(file.clone()),
+                        _ => copied.left += 1,
+                    }
+                }
+                Err(_) => copied.left += 1,
             }
         }
         for dir in &empty_dirs {
@@ -188,11 +302,93 @@ impl<S: MemoryStore> EncryptedStore<S> {
             let (Some(es), Some(ed)) = (self.enc(dir), self.enc(&dest)) else {
                 continue;
             };
-            self.inner()
-                .rename(&es, &ed)
-                .map_err(|e| self.outer(e, &[(&es, dir), (&ed, &dest)]))?;
+            // Seen empty through this store, but a directory it could not
+            // list (a planted name) is not: renaming it would put its
+            // stored names under a parent they were not encrypted for.
+            match self.inner().list(&es) {
+                Ok(entries) if entries.is_empty() => {}
+                Ok(_) | Err(_) if how == Copying::Finishing => {
+                    copied.left += 1;
+                    continue;
+                }
+                Ok(_) => continue,
+                Err(e) => return Err(self.outer(e, &[(&es, dir)])),
+            }
+            match self.inner().rename(&es, &ed) {
+                Ok(()) => copied.dirs.push((dir.clone(), dest)),
+                Err(e) if how == Copying::Live => {
+                    return Err(self.outer(e, &[(&es, dir), (&ed, &dest)]));
+                }
+                Err(_) => copied.left += 1,
+            }
         }
         Ok(())
+    }
+
+    /// Undoes a live copy that failed: deletes the files it wrote, moves
+    /// the empty directories back, and removes the directories below `to`
+    /// (and `to`) that are empty now. Whether all of it went back.
+    fn undo_copy(&self, to: &MemoryPath, copied: &Copied) -> bool {
+        let mut whole = true;
+        for dest in copied.written.iter().rev() {
+            whole &= matches!(self.delete(dest), Ok(()) | Err(StoreError::NotFound { .. }));
+        }
+        for (dir, dest) in copied.dirs.iter().rev() {
+            whole &= match (self.enc(dest), self.enc(dir)) {
+                (Some(ed), Some(es)) => self.inner().rename(&ed, &es).is_ok(),
+                _ => false,
+            };
+        }
+        // The directories the copy made: every ancestor of what it wrote,
+        // up to `to`, deepest first; one that holds another writer's file
+        // is not empty and stays.
+        let mut dirs: Vec<MemoryPath> = copied
+            .written
+            .iter()
+            .flat_map(|w| {
+                w.ancestors()
+                    .skip(1)
+                    .take_while(|a| a.components().len() >= to.components().len())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().len()));
+        dirs.dedup();
+        for dir in &dirs {
+            whole &= self.remove_empty_dir(dir).is_ok();
+        }
+        whole
+    }
+
+    /// Deletes the source files a copy moved, then the source's
+    /// directories that are empty now, deepest first (all of the source
+    /// when nothing was left behind).
+    fn delete_moved(&self, from: &MemoryPath, copied: &Copied) -> StoreResult<()> {
+        for file in &copied.moved {
+            match self.delete(file) {
+                Ok(()) | Err(StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if copied.left > 0 {
+            let mut dirs: Vec<MemoryPath> = copied
+                .moved
+                .iter()
+                .flat_map(|m| {
+                    m.ancestors()
+                        .skip(1)
+                        .take_while(|a| a.components().len() >= from.components().len())
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            dirs.sort_by_key(|d| std::cmp::Reverse(d.components().len()));
+            dirs.dedup();
+            for dir in &dirs {
+                self.remove_empty_dir(dir)?;
+            }
+            return Ok(());
+        }
+        self.delete_source(from)
     }
 
     /// The last step of a move: the source goes (already gone is done).
@@ -270,10 +466,53 @@ impl<S: MemoryStore> EncryptedStore<S> {
         Ok(())
     }
 
-    /// Finishes every move a killed process left journalled.
-    pub(crate) fn recover_moves(&self) -> Result<(), CryptError> {
+    /// Where the wrapped store locks its writers and holds the lock now:
+    /// finishes a move a killed process left, before a change is made to
+    /// a tree it may have half moved (an edit of a half-made copy would
+    /// otherwise meet the finished move later). One `stat` when there is
+    /// none. `path` names the change in an error.
+    pub(crate) fn finish_pending_locked(&self, path: &MemoryPath) -> StoreResult<()> {
+        if !self.inner().locks_writers() || self.keys().moving.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let Some(journal) = MemoryPath::root().join(LOCKED_JOURNAL) else {
+            return Ok(());
+        };
+        if self.inner().stat(&journal)?.is_none() {
+            return Ok(());
+        }
+        self.recover_locked().map(|_| ()).map_err(|e| match e {
+            CryptError::Store(e) => e,
+            e => StoreError::Backend {
+                path: path.clone(),
+                source: Box::new(e),
+            },
+        })
+    }
+
+    /// Finishes every move a killed process left journalled, under the
+    /// wrapped store's write lock (no writer runs meanwhile). What cannot
+    /// be moved (see [`copy_tree`](Self::copy_tree)) stays at its old
+    /// path, and so does the journal, so a later open finishes the move
+    /// once the damaged or planted entry is gone; the store opens either
+    /// way. Returns how many entries were left.
+    pub(crate) fn recover_moves(&self) -> Result<usize, CryptError> {
+        let root = MemoryPath::root();
+        let mut result = Ok(0);
+        self.inner()
+            .exclusive(&root, &mut || {
+                result = self.recover_locked();
+                Ok(())
+            })
+            .map_err(CryptError::Store)?;
+        result
+    }
+
+    fn recover_locked(&self) -> Result<usize, CryptError> {
+        let _moving = Moving::start(self.keys());
         let root = MemoryPath::root();
         let entries = self.inner().list(&root).map_err(CryptError::Store)?;
+        let mut left = 0;
         for entry in entries {
             if !entry.name.starts_with(JOURNAL_PREFIX) || !entry.name.starts_with(CONTROL_PREFIX) {
                 continue;
@@ -304,14 +543,19 @@ impl<S: MemoryStore> EncryptedStore<S> {
             ) else {
                 return Err(CryptError::Record("a move journal names an invalid path"));
             };
-            self.copy_tree(&from, &to, WriteMode::Overwrite)
-                .and_then(|()| self.delete_source(&from))
+            let mut copied = Copied::default();
+            self.copy_tree(&from, &to, Copying::Finishing, &mut copied)
+                .and_then(|()| self.delete_moved(&from, &copied))
                 .map_err(CryptError::Store)?;
+            if copied.left > 0 {
+                left += copied.left;
+                continue;
+            }
             match self.inner().delete(&path) {
                 Ok(()) | Err(StoreError::NotFound { .. }) => {}
                 Err(e) => return Err(CryptError::Store(e)),
             }
         }
-        Ok(())
+        Ok(left)
     }
 }

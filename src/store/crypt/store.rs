@@ -49,6 +49,10 @@ pub(crate) struct Keys {
     quota: Mutex<()>,
     /// What the last rotation check saw of the key record.
     pub(crate) record_seen: Mutex<super::rotation::Seen>,
+    /// Set while this handle moves a tree or finishes a move, under the
+    /// wrapped store's lock: the move's own writes must not stop to
+    /// finish the journal it is working through.
+    pub(crate) moving: std::sync::atomic::AtomicBool,
 }
 
 impl<S: Clone> Clone for EncryptedStore<S> {
@@ -100,6 +104,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
                 names: opened.names,
                 quota: Mutex::new(()),
                 record_seen: Mutex::new(None),
+                moving: std::sync::atomic::AtomicBool::new(false),
             }),
         };
         store.check_names()?;
@@ -276,6 +281,33 @@ pub fn is_encrypted<S: MemoryStore + ?Sized>(store: &S) -> Result<bool, StoreErr
     Ok(store.stat(&record::record_path())?.is_some())
 }
 
+impl<S: MemoryStore> EncryptedStore<S> {
+    /// Runs a change under the wrapped store's write lock, after
+    /// finishing any move a killed process left (see
+    /// [`finish_pending_locked`](Self::finish_pending_locked)), where the
+    /// wrapped store has such a lock; else as it is.
+    fn guarded<T>(&self, path: &MemoryPath, op: impl FnOnce() -> StoreResult<T>) -> StoreResult<T> {
+        if !self.inner.locks_writers() {
+            return op();
+        }
+        let mut op = Some(op);
+        let mut out = None;
+        self.inner.exclusive(&MemoryPath::root(), &mut || {
+            self.finish_pending_locked(path)?;
+            if let Some(op) = op.take() {
+                out = Some(op());
+            }
+            Ok(())
+        })?;
+        out.unwrap_or_else(|| {
+            Err(StoreError::Backend {
+                path: path.clone(),
+                source: "the locked change did not run".into(),
+            })
+        })
+    }
+}
+
 #[deny(clippy::missing_trait_methods)]
 impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
     fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
@@ -321,13 +353,15 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
     }
 
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        check_len(path, data)?;
-        self.check_rotation(path)?;
-        let ep = self.enc_new(path)?;
-        let sealed = self.seal(path, data)?;
-        self.inner
-            .write(&ep, &sealed, mode)
-            .map_err(|e| self.outer(e, &[(&ep, path)]))
+        self.guarded(path, || {
+            check_len(path, data)?;
+            self.check_rotation(path)?;
+            let ep = self.enc_new(path)?;
+            let sealed = self.seal(path, data)?;
+            self.inner
+                .write(&ep, &sealed, mode)
+                .map_err(|e| self.outer(e, &[(&ep, path)]))
+        })
     }
 
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
@@ -373,12 +407,14 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
     }
 
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-        let Some(ep) = self.enc(path) else {
-            return Err(StoreError::NotFound { path: path.clone() });
-        };
-        self.inner
-            .delete(&ep)
-            .map_err(|e| self.outer(e, &[(&ep, path)]))
+        self.guarded(path, || {
+            let Some(ep) = self.enc(path) else {
+                return Err(StoreError::NotFound { path: path.clone() });
+            };
+            self.inner
+                .delete(&ep)
+                .map_err(|e| self.outer(e, &[(&ep, path)]))
+        })
     }
 
     fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
@@ -391,52 +427,56 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         limit: u64,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        let Some(ep) = self.enc(path) else {
-            return Err(StoreError::NotFound { path: path.clone() });
-        };
-        self.check_rotation(path)?;
-        let mut failure: Option<StoreError> = None;
-        let mut written: Option<Vec<u8>> = None;
-        let result = self
-            .inner
-            .update(&ep, limit.saturating_add(OVERHEAD), &mut |sealed| {
-                let plain = match self.unseal(path, sealed) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        failure = Some(e);
-                        return Err(crate::store::Abort);
-                    }
-                };
-                let new = change(&plain)?;
-                let resealed = match self.seal(path, &new) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        failure = Some(e);
-                        return Err(crate::store::Abort);
-                    }
-                };
-                written = Some(new);
-                Ok(resealed)
-            });
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        match result.map_err(|e| self.outer(e, &[(&ep, path)]))? {
-            Updated::Aborted => Ok(Updated::Aborted),
-            Updated::Written(_) => Ok(Updated::Written(written.unwrap_or_default())),
-        }
+        self.guarded(path, || {
+            let Some(ep) = self.enc(path) else {
+                return Err(StoreError::NotFound { path: path.clone() });
+            };
+            self.check_rotation(path)?;
+            let mut failure: Option<StoreError> = None;
+            let mut written: Option<Vec<u8>> = None;
+            let result = self
+                .inner
+                .update(&ep, limit.saturating_add(OVERHEAD), &mut |sealed| {
+                    let plain = match self.unseal(path, sealed) {
+                        Ok(p) => p,
+                        Err(e) => {
+                            failure = Some(e);
+                            return Err(crate::store::Abort);
+                        }
+                    };
+                    let new = change(&plain)?;
+                    let resealed = match self.seal(path, &new) {
+                        Ok(s) => s,
+                        Err(e) => {
+                            failure = Some(e);
+                            return Err(crate::store::Abort);
+                        }
+                    };
+                    written = Some(new);
+                    Ok(resealed)
+                });
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            match result.map_err(|e| self.outer(e, &[(&ep, path)]))? {
+                Updated::Aborted => Ok(Updated::Aborted),
+                Updated::Written(_) => Ok(Updated::Written(written.unwrap_or_default())),
+            }
+        })
     }
 
     fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        if path.is_root() {
-            return Ok(false);
-        }
-        let Some(ep) = self.enc(path) else {
-            return Ok(false);
-        };
-        self.inner
-            .remove_empty_dir(&ep)
-            .map_err(|e| self.outer(e, &[(&ep, path)]))
+        self.guarded(path, || {
+            if path.is_root() {
+                return Ok(false);
+            }
+            let Some(ep) = self.enc(path) else {
+                return Ok(false);
+            };
+            self.inner
+                .remove_empty_dir(&ep)
+                .map_err(|e| self.outer(e, &[(&ep, path)]))
+        })
     }
 
     /// Plaintext bytes: each file's stored length less the seal's fixed
@@ -459,50 +499,52 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         mode: WriteMode,
         quota: Quota<'_>,
     ) -> StoreResult<Version> {
-        check_len(path, data)?;
-        self.check_rotation(path)?;
-        let ep = self.enc_new(path)?;
-        let escope = self.enc_new(quota.scope)?;
-        let _serial = self
-            .keys
-            .quota
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let sealed = self.seal(path, data)?;
-        let mut last = None;
-        for _ in 0..crate::store::UPDATE_ATTEMPTS {
-            let existing = self
-                .inner
-                .stat(&ep)
-                .map_err(|e| self.outer(e, &[(&ep, path)]))?;
-            let replaced = match (&existing, mode) {
-                (Some(_), WriteMode::Create) => return self.write(path, data, mode),
-                (Some(m), _) if m.kind == EntryKind::File => m.len,
-                _ => 0,
-            };
-            let (plain, stored) = self.totals(quota.scope)?;
-            let after = plain
-                .saturating_sub(replaced.saturating_sub(OVERHEAD))
-                .saturating_add(data.len() as u64);
-            check_quota(path, after, quota)?;
-            let cap = Quota {
-                scope: &escope,
-                max_bytes: stored
-                    .saturating_sub(replaced)
-                    .saturating_add(sealed.len() as u64),
-            };
-            match self.inner.write_within(&ep, &sealed, mode, cap) {
-                Err(StoreError::StoreFull { .. }) => last = Some(after),
-                other => {
-                    return other
-                        .map_err(|e| self.outer(e, &[(&ep, path), (&escope, quota.scope)]));
+        self.guarded(path, || {
+            check_len(path, data)?;
+            self.check_rotation(path)?;
+            let ep = self.enc_new(path)?;
+            let escope = self.enc_new(quota.scope)?;
+            let _serial = self
+                .keys
+                .quota
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let sealed = self.seal(path, data)?;
+            let mut last = None;
+            for _ in 0..crate::store::UPDATE_ATTEMPTS {
+                let existing = self
+                    .inner
+                    .stat(&ep)
+                    .map_err(|e| self.outer(e, &[(&ep, path)]))?;
+                let replaced = match (&existing, mode) {
+                    (Some(_), WriteMode::Create) => return self.write(path, data, mode),
+                    (Some(m), _) if m.kind == EntryKind::File => m.len,
+                    _ => 0,
+                };
+                let (plain, stored) = self.totals(quota.scope)?;
+                let after = plain
+                    .saturating_sub(replaced.saturating_sub(OVERHEAD))
+                    .saturating_add(data.len() as u64);
+                check_quota(path, after, quota)?;
+                let cap = Quota {
+                    scope: &escope,
+                    max_bytes: stored
+                        .saturating_sub(replaced)
+                        .saturating_add(sealed.len() as u64),
+                };
+                match self.inner.write_within(&ep, &sealed, mode, cap) {
+                    Err(StoreError::StoreFull { .. }) => last = Some(after),
+                    other => {
+                        return other
+                            .map_err(|e| self.outer(e, &[(&ep, path), (&escope, quota.scope)]));
+                    }
                 }
             }
-        }
-        Err(StoreError::StoreFull {
-            path: path.clone(),
-            total: last.unwrap_or(0),
-            limit: quota.max_bytes,
+            Err(StoreError::StoreFull {
+                path: path.clone(),
+                total: last.unwrap_or(0),
+                limit: quota.max_bytes,
+            })
         })
     }
 
@@ -514,18 +556,20 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         quota: Quota<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        for _ in 0..crate::store::UPDATE_ATTEMPTS {
-            let file = self.read_plain(path, limit)?;
-            let Ok(new) = change(&file.data) else {
-                return Ok(Updated::Aborted);
-            };
-            match self.write_within(path, &new, WriteMode::Update(file.version), quota) {
-                Ok(_) => return Ok(Updated::Written(new)),
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e),
+        self.guarded(path, || {
+            for _ in 0..crate::store::UPDATE_ATTEMPTS {
+                let file = self.read_plain(path, limit)?;
+                let Ok(new) = change(&file.data) else {
+                    return Ok(Updated::Aborted);
+                };
+                match self.write_within(path, &new, WriteMode::Update(file.version), quota) {
+                    Ok(_) => return Ok(Updated::Written(new)),
+                    Err(StoreError::Conflict { .. }) => continue,
+                    Err(e) => return Err(e),
+                }
             }
-        }
-        Err(StoreError::Conflict { path: path.clone() })
+            Err(StoreError::Conflict { path: path.clone() })
+        })
     }
 
     fn delete_file_if(
@@ -533,11 +577,29 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         path: &MemoryPath,
         still: &mut dyn FnMut(&Metadata) -> bool,
     ) -> StoreResult<bool> {
-        let Some(ep) = self.enc(path) else {
-            return Ok(false);
-        };
+        self.guarded(path, || {
+            let Some(ep) = self.enc(path) else {
+                return Ok(false);
+            };
+            self.inner
+                .delete_file_if(&ep, &mut |m| still(&Self::plain_meta(m.clone())))
+                .map_err(|e| self.outer(e, &[(&ep, path)]))
+        })
+    }
+
+    /// The wrapped store's lock, as its `rename` holds it.
+    fn exclusive(
+        &self,
+        path: &MemoryPath,
+        f: &mut dyn FnMut() -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        let stored = self.enc(path).unwrap_or_else(MemoryPath::root);
         self.inner
-            .delete_file_if(&ep, &mut |m| still(&Self::plain_meta(m.clone())))
-            .map_err(|e| self.outer(e, &[(&ep, path)]))
+            .exclusive(&stored, f)
+            .map_err(|e| self.outer(e, &[(&stored, path)]))
+    }
+
+    fn locks_writers(&self) -> bool {
+        self.inner.locks_writers()
     }
 }

@@ -517,6 +517,25 @@ impl MemoryStore for FilesystemStore {
         }
         Ok(())
     }
+
+    /// Holds the write lock (the in-process mutex and the OS file lock on
+    /// the lock file) for the whole of `f`, whose own writes on this
+    /// thread take it again: every other writer of this directory, in any
+    /// process or handle, waits.
+    fn exclusive(
+        &self,
+        path: &MemoryPath,
+        f: &mut dyn FnMut() -> StoreResult<()>,
+    ) -> StoreResult<()> {
+        let _lock = self.lock(path)?;
+        f()
+    }
+
+    /// Yes, unless the store was opened read-only (no lock file, and no
+    /// writes).
+    fn locks_writers(&self) -> bool {
+        !self.lock.is_read_only()
+    }
 }
 
 #[cfg(test)]

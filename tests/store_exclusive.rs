@@ -1,0 +1,132 @@
+//! `MemoryStore::exclusive` on the filesystem store: the write lock held
+//! across several calls (what the encrypted store's rename needs), taken
+//! again by the holding thread, waited for by every other handle.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use claude_memory::store::WriteMode;
+use claude_memory::{FilesystemStore, InMemoryStore, MemoryPath, MemoryStore};
+
+fn p(s: &str) -> MemoryPath {
+    MemoryPath::parse(s).expect("path")
+}
+
+#[test]
+fn the_holding_thread_writes_through_its_own_lock() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = FilesystemStore::open(dir.path()).expect("store");
+    assert!(store.locks_writers());
+    store
+        .exclusive(&p("/memories"), &mut || {
+            store.write(&p("/memories/a.md"), b"a\n", WriteMode::Create)?;
+            store.exclusive(&p("/memories"), &mut || {
+                store.rename(&p("/memories/a.md"), &p("/memories/b.md"))
+            })?;
+            store.delete(&p("/memories/b.md"))
+        })
+        .expect("exclusive");
+    assert!(store.stat(&p("/memories/b.md")).expect("stat").is_none());
+}
+
+#[test]
+fn another_handle_waits_until_the_holder_is_done() {
+    let dir = tempfile::tempdir().expect("dir");
+    let holder = FilesystemStore::open(dir.path()).expect("store");
+    let other = Arc::new(FilesystemStore::open(dir.path()).expect("store"));
+    let done = Arc::new(AtomicBool::new(false));
+    let mut waiter = None;
+    holder
+        .exclusive(&p("/memories"), &mut || {
+            let (other, seen) = (Arc::clone(&other), Arc::clone(&done));
+            waiter = Some(std::thread::spawn(move || {
+                other
+                    .write(&p("/memories/x.md"), b"other\n", WriteMode::Create)
+                    .expect("write");
+                // The holder set `done` before letting go.
+                seen.load(Ordering::SeqCst)
+            }));
+            std::thread::sleep(Duration::from_millis(300));
+            holder.write(&p("/memories/y.md"), b"holder\n", WriteMode::Create)?;
+            done.store(true, Ordering::SeqCst);
+            Ok(())
+        })
+        .expect("exclusive");
+    let waited = waiter.expect("spawned").join().expect("thread");
+    assert!(
+        waited,
+        "the other handle wrote while the lock was held across the calls"
+    );
+}
+
+#[test]
+fn a_panic_inside_lets_the_lock_go() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = FilesystemStore::open(dir.path()).expect("store");
+    let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = store.exclusive(&p("/memories"), &mut || panic!("killed inside"));
+    }));
+    assert!(died.is_err());
+    let other = FilesystemStore::open(dir.path()).expect("store");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = other.write(&p("/memories/z.md"), b"z\n", WriteMode::Create);
+        let _ = tx.send(r.is_ok());
+    });
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(true));
+    // And the same handle, from another thread.
+    let store = Arc::new(store);
+    let s2 = Arc::clone(&store);
+    let t = std::thread::spawn(move || s2.write(&p("/memories/w.md"), b"w\n", WriteMode::Create));
+    assert!(t.join().expect("thread").is_ok());
+}
+
+#[test]
+fn a_read_only_store_has_no_lock_to_hold() {
+    let dir = tempfile::tempdir().expect("dir");
+    drop(FilesystemStore::open(dir.path()).expect("store"));
+    let ro = FilesystemStore::builder(dir.path())
+        .read_only(true)
+        .open()
+        .expect("read-only");
+    assert!(!ro.locks_writers());
+    let mut ran = false;
+    let r = ro.exclusive(&p("/memories"), &mut || {
+        ran = true;
+        Ok(())
+    });
+    assert!(r.is_err() && !ran, "{r:?}");
+}
+
+#[test]
+fn stores_without_a_shared_lock_say_so_and_run_the_change() {
+    let store = InMemoryStore::new();
+    assert!(!store.locks_writers());
+    let mut ran = false;
+    store
+        .exclusive(&p("/memories"), &mut || {
+            ran = true;
+            Ok(())
+        })
+        .expect("exclusive");
+    assert!(ran);
+}
+
+#[test]
+fn the_lock_is_held_and_let_go_inside_a_tokio_runtime() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = FilesystemStore::open(dir.path()).expect("store");
+        store
+            .exclusive(&p("/memories"), &mut || {
+                store.write(&p("/memories/t.md"), b"t\n", WriteMode::Create)?;
+                Ok(())
+            })
+            .expect("exclusive");
+        drop(store);
+    });
+}
