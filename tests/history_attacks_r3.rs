@@ -394,7 +394,6 @@ mod cli_loops {
     }
 
     #[test]
-    #[ignore = "known break (issue 19, open): two serve processes can deadlock on a directory store (one holds the store lock and waits for the journal, the other the reverse) while operator commands rewrite the journal"]
     fn redact_text_and_prune_in_loops_beside_writers_on_a_directory_store() {
         let _serial = serial();
         let dir = tempfile::tempdir().expect("dir");
@@ -412,7 +411,6 @@ mod cli_loops {
 
     #[cfg(feature = "postgres")]
     #[test]
-    #[ignore = "known break (issue 19, open): on PostgreSQL each operator command stalls the writers (the history-change lock, and VACUUM against the table) past the test limit"]
     fn redact_text_and_prune_in_loops_beside_writers_on_postgres() {
         let _serial = serial();
         let Ok(url) = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL") else {
