@@ -2,7 +2,8 @@
 //! attack: operator commands (redact, redact --text, prune) on a full
 //! disk while other handles write the journal, operator commands in a
 //! loop beside a writer process, and the store's own commits around
-//! `SqliteLog::for_store`'s unsynced versions.
+//! `SqliteLog::for_store`'s unsynced versions; the lock file that replaced
+//! the journal as the directory store's history lock.
 #![cfg(unix)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -394,7 +395,6 @@ mod cli_loops {
     }
 
     #[test]
-    #[ignore = "known break (issue 19, open): two serve processes can deadlock on a directory store (one holds the store lock and waits for the journal, the other the reverse) while operator commands rewrite the journal"]
     fn redact_text_and_prune_in_loops_beside_writers_on_a_directory_store() {
         let _serial = serial();
         let dir = tempfile::tempdir().expect("dir");
@@ -412,7 +412,6 @@ mod cli_loops {
 
     #[cfg(feature = "postgres")]
     #[test]
-    #[ignore = "known break (issue 19, open): on PostgreSQL each operator command stalls the writers (the history-change lock, and VACUUM against the table) past the test limit"]
     fn redact_text_and_prune_in_loops_beside_writers_on_postgres() {
         let _serial = serial();
         let Ok(url) = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL") else {
@@ -720,4 +719,138 @@ fn a_writer_killed_mid_append_costs_the_next_writer_its_version() {
         "the second writer's change lost its version: {}; {paths:?}",
         check.repair_report()
     );
+}
+
+// The cross-process lock is `journal.lock` beside the journal (the fix of
+// the directory store's two-writer deadlock above): it must never be
+// replaced by a rewrite, and it is opened under the journal's rules.
+
+fn lock_file(root: &Path) -> PathBuf {
+    root.join(".claude-memory-history/journal.lock")
+}
+
+fn inode(path: &Path) -> u64 {
+    std::os::unix::fs::MetadataExt::ino(&std::fs::symlink_metadata(path).expect("stat"))
+}
+
+fn refusal(root: &Path) -> String {
+    match FileLog::for_store(root) {
+        Ok(_) => panic!("the log opened"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn redact_and_prune_replace_the_journal_but_never_the_lock_file() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path().join("m");
+    let h = fs_history(&root, "w");
+    h.write(&p("/memories/a.md"), b"one SECRET\n", WriteMode::Create)
+        .expect("create");
+    h.write(&p("/memories/a.md"), b"two SECRET\n", WriteMode::Overwrite)
+        .expect("edit");
+    let lock = inode(&lock_file(&root));
+    let mode = std::fs::metadata(lock_file(&root))
+        .expect("stat")
+        .permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o600
+    );
+    let before = inode(&journal(&root));
+    let (changed, _) = h.redact_text(b"SECRET").expect("redact");
+    assert_eq!(changed.len(), 2);
+    let after_redact = inode(&journal(&root));
+    assert_ne!(before, after_redact, "the journal was rewritten");
+    let removed = h
+        .prune(&claude_memory::history::Retention {
+            keep_per_file: Some(1),
+            ..Default::default()
+        })
+        .expect("prune");
+    assert_eq!(removed.len(), 1);
+    assert_ne!(after_redact, inode(&journal(&root)), "rewritten again");
+    assert_eq!(lock, inode(&lock_file(&root)), "the lock file stays");
+}
+
+#[test]
+fn a_lock_file_planted_as_a_link_a_hard_link_or_a_fifo_is_refused() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path().join("m");
+    drop(fs_history(&root, "w"));
+    let outside = dir.path().join("outside");
+    std::fs::write(&outside, b"not the history's\n").expect("outside");
+
+    std::fs::remove_file(lock_file(&root)).expect("rm");
+    std::os::unix::fs::symlink(&outside, lock_file(&root)).expect("symlink");
+    assert!(refusal(&root).contains("symbolic link"));
+    assert!(
+        FileLog::for_store_read_only(&root).is_err(),
+        "refused read-only too"
+    );
+
+    std::fs::remove_file(lock_file(&root)).expect("rm");
+    std::fs::hard_link(&outside, lock_file(&root)).expect("hard link");
+    assert!(refusal(&root).contains("another hard link"));
+
+    std::fs::remove_file(lock_file(&root)).expect("rm");
+    let made = std::process::Command::new("mkfifo")
+        .arg(lock_file(&root))
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let start = std::time::Instant::now();
+    assert!(refusal(&root).contains("not a regular file"));
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(5),
+        "never blocked"
+    );
+    assert_eq!(
+        std::fs::read(&outside).expect("outside"),
+        b"not the history's\n"
+    );
+
+    // A lock file left group- and world-readable is put back to 0600.
+    std::fs::remove_file(lock_file(&root)).expect("rm");
+    drop(fs_history(&root, "w"));
+    std::fs::set_permissions(
+        lock_file(&root),
+        std::os::unix::fs::PermissionsExt::from_mode(0o666),
+    )
+    .expect("chmod");
+    drop(FileLog::for_store(&root).expect("log"));
+    let mode = std::fs::metadata(lock_file(&root))
+        .expect("stat")
+        .permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o600
+    );
+}
+
+/// A history written before the lock file existed (0.2.0 locked the
+/// journal): reading it creates nothing and works; the first writer
+/// creates the lock file.
+#[test]
+fn a_history_without_a_lock_file_is_read_without_creating_one() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path().join("m");
+    let h = fs_history(&root, "w");
+    h.write(&p("/memories/a.md"), b"one\n", WriteMode::Create)
+        .expect("create");
+    drop(h);
+    std::fs::remove_file(lock_file(&root)).expect("rm");
+    let h = HistoryStore::inspect(
+        FilesystemStore::open(&root).expect("store"),
+        FileLog::for_store_read_only(&root).expect("log"),
+    )
+    .expect("inspect");
+    assert_eq!(h.versions(&Query::default()).expect("versions").len(), 1);
+    drop(h);
+    assert!(!lock_file(&root).exists(), "a reader writes nothing");
+    drop(fs_history(&root, "w"));
+    assert!(lock_file(&root).exists());
 }

@@ -17,8 +17,14 @@ pub const HISTORY_DIR: &str = ".claude-memory-history";
 
 pub(super) const JOURNAL: &str = "journal.jsonl";
 
+/// The lock file beside the journal: see [`FileLog`].
+pub(super) const LOCK: &str = "journal.lock";
+
 /// A journal file: one JSON line per version (and one per dropped batch),
-/// appended under an exclusive `flock`, so several processes share it.
+/// appended under an exclusive `flock` on the lock file beside it
+/// (`journal.lock`, mode 0600, never replaced: the journal is, by every
+/// redaction and prune, so a lock on it would not be one lock for every
+/// process), so several processes share it.
 ///
 /// [`FileLog::for_store`] puts it in the reserved directory
 /// `.claude-memory-history/` of a filesystem store's root (mode 0700, the
@@ -44,6 +50,9 @@ pub(super) const JOURNAL: &str = "journal.jsonl";
 #[derive(Debug)]
 pub struct FileLog {
     dir: Dir,
+    /// The lock file (`None`: read-only, and there is none; see
+    /// [`Dir::lock`]).
+    lock: Option<File>,
     sync: bool,
     read_only: bool,
     state: Mutex<FileState>,
@@ -98,8 +107,10 @@ impl FileLog {
     fn open_in(base: &Path, sub: Option<&str>, read_only: bool) -> Result<FileLog, HistoryError> {
         let dir = Dir::open(base, sub, !read_only)?;
         let file = dir.journal(read_only)?;
+        let lock = dir.lock(read_only)?;
         let log = FileLog {
             dir,
+            lock,
             sync: false,
             read_only,
             state: Mutex::new(FileState {
@@ -113,14 +124,18 @@ impl FileLog {
         };
         {
             let mut state = log.state.lock().unwrap_or_else(PoisonError::into_inner);
-            lock_file(&state.file, read_only)?;
+            log.acquire()?;
+            // (A journal renamed over before the lock was ours was cut to
+            // nothing by its rewriter, so cutting its tail is harmless;
+            // `catch_up` then opens the one there is now, and an append
+            // heals that one's tail first.)
             let result = if read_only {
                 log.catch_up(&mut state)
             } else {
                 log.cut_torn_tail(&mut state)
                     .and_then(|()| log.catch_up(&mut state))
             };
-            let _ = state.file.unlock();
+            log.release();
             result?;
         }
         Ok(log)
@@ -165,10 +180,10 @@ impl FileLog {
     /// Reopens the journal if another process replaced it (redaction,
     /// pruning), then reads what others appended since, for the last id.
     fn catch_up(&self, state: &mut FileState) -> Result<(), HistoryError> {
+        // No other process changes the journal while the lock is held, so
+        // one look suffices: it was replaced before the lock was ours.
         if self.dir.replaced(&state.file)? {
-            let _ = state.file.unlock();
             state.file = self.dir.journal(self.read_only)?;
-            lock_file(&state.file, self.read_only)?;
             state.seen = 0;
             state.last_batch = None;
         }
@@ -208,10 +223,32 @@ impl FileLog {
         if state.held {
             return self.catch_up(&mut state).and_then(|()| f(&mut state));
         }
-        lock_file(&state.file, self.read_only)?;
+        self.acquire()?;
         let result = self.catch_up(&mut state).and_then(|()| f(&mut state));
-        let _ = state.file.unlock();
+        self.release();
         result
+    }
+
+    /// Takes the lock file's `flock`: shared to read only, else
+    /// exclusive (none if a read-only log found no lock file). Blocks
+    /// until it is ours; an error (the lock file's descriptor refused,
+    /// `EINTR` is retried by std) is the caller's, since nothing may be
+    /// read or written unlocked.
+    fn acquire(&self) -> Result<(), HistoryError> {
+        match &self.lock {
+            Some(lock) if self.read_only => lock.lock_shared().map_err(log_error),
+            Some(lock) => lock.lock().map_err(log_error),
+            None => Ok(()),
+        }
+    }
+
+    /// Lets the lock file's `flock` go. An unlock error is ignored: it
+    /// can only be a bad descriptor, and the lock also ends when the log
+    /// is dropped (the descriptor closed).
+    fn release(&self) {
+        if let Some(lock) = &self.lock {
+            let _ = lock.unlock();
+        }
     }
 
     fn writable(&self) -> Result<(), HistoryError> {
@@ -348,9 +385,7 @@ impl FileLog {
                 // the erased content.
                 let _ = state.file.set_len(0);
                 let _ = state.file.sync_all();
-                let _ = state.file.unlock();
                 state.file = self.dir.journal(false)?;
-                lock_file(&state.file, false)?;
             }
             Err(e) if is_full(&e) => {
                 // No room for a copy: the new journal is no longer than the
@@ -404,15 +439,6 @@ impl FileLog {
 
 fn is_full(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::StorageFull || e.raw_os_error() == Some(28)
-}
-
-/// The flock of the journal: shared to read only, else exclusive.
-fn lock_file(file: &File, shared: bool) -> Result<(), HistoryError> {
-    if shared {
-        file.lock_shared().map_err(log_error)
-    } else {
-        file.lock().map_err(log_error)
-    }
 }
 
 impl HistoryLog for FileLog {
@@ -562,14 +588,14 @@ impl HistoryLog for FileLog {
         })
     }
 
-    /// Holds the journal's exclusive `flock` for the whole change.
+    /// Holds the lock file's exclusive `flock` for the whole change.
     fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
         struct Release<'a>(&'a FileLog);
         impl Drop for Release<'_> {
             fn drop(&mut self) {
                 let mut state = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
                 state.held = false;
-                let _ = state.file.unlock();
+                self.0.release();
             }
         }
         let last = {
@@ -580,9 +606,9 @@ impl HistoryLog for FileLog {
                 change(last);
                 return Ok(());
             }
-            lock_file(&state.file, self.read_only)?;
+            self.acquire()?;
             if let Err(e) = self.catch_up(&mut state) {
-                let _ = state.file.unlock();
+                self.release();
                 return Err(e);
             }
             state.held = true;

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::path::PathBuf;
 
 use super::HistoryError;
-use super::file_log::{JOURNAL, TMP, log_error};
+use super::file_log::{JOURNAL, LOCK, TMP, log_error};
 
 /// The journal's directory: a handle on it (Unix), so every file in it is
 /// opened relative to it, following no link.
@@ -20,6 +20,17 @@ pub(super) struct Dir {
     fd: std::os::fd::OwnedFd,
     #[cfg(not(unix))]
     path: PathBuf,
+}
+
+/// What opening a file of the directory found.
+#[cfg(unix)]
+enum Opened {
+    /// The file, checked.
+    File(File),
+    /// Opened, but with no link left: renamed over or deleted since.
+    Unlinked,
+    /// Not there (a read-only open, which creates nothing).
+    Missing,
 }
 
 #[cfg(unix)]
@@ -70,9 +81,10 @@ impl Dir {
         // process's rewrite between the open and the check: open the one
         // there now.
         for _ in 0..100 {
-            match self.journal_once(read_only)? {
-                Some(file) => return Ok(file),
-                None => continue,
+            match self.open_checked(JOURNAL, "journal", read_only)? {
+                Opened::File(file) => return Ok(file),
+                Opened::Unlinked => continue,
+                Opened::Missing => return Err(log_error(rustix::io::Errno::NOENT)),
             }
         }
         Err(HistoryError::Log(
@@ -80,7 +92,45 @@ impl Dir {
         ))
     }
 
-    fn journal_once(&self, read_only: bool) -> Result<Option<File>, HistoryError> {
+    /// The lock file (`journal.lock`), which every process changing the
+    /// journal holds an exclusive `flock` on (a reader, a shared one). It
+    /// is never renamed over or rewritten, unlike the journal, so every
+    /// process locks the same file: a lock on the journal itself was lost
+    /// by a rewrite, and two processes then each held "the" lock (one on
+    /// the old journal, one on the new), while the first waited for the
+    /// new one under the store's lock and the second for the store's lock
+    /// (issue 19). Opened under the journal's rules (no link followed, a
+    /// regular file with one link, mode 0600). `None` when `read_only`
+    /// and it does not exist: the history was written only by versions
+    /// that locked the journal, or by none, and a reader takes no lock
+    /// then (it tolerates a torn last line, and rewrites are renames).
+    pub(super) fn lock(&self, read_only: bool) -> Result<Option<File>, HistoryError> {
+        // No link left: the lock file was deleted between the open and
+        // the check (by hand: this crate never deletes it); a new one is
+        // created and opened.
+        for _ in 0..100 {
+            match self.open_checked(LOCK, "lock file", read_only)? {
+                Opened::File(file) => return Ok(Some(file)),
+                Opened::Unlinked => continue,
+                Opened::Missing => return Ok(None),
+            }
+        }
+        Err(HistoryError::Log(
+            "the history lock file keeps being deleted while it is opened".into(),
+        ))
+    }
+
+    /// `name` in the directory, opened (created 0600 unless `read_only`)
+    /// without following a link, not blocking on a FIFO, and checked: a
+    /// regular file with one link (a second link would let whoever made
+    /// it read or change the file outside this directory's mode), mode
+    /// 0600 (put back if it is wider).
+    fn open_checked(
+        &self,
+        name: &str,
+        what: &str,
+        read_only: bool,
+    ) -> Result<Opened, HistoryError> {
         use rustix::fs::{Mode, OFlags};
         let mut flags = OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
         flags |= if read_only {
@@ -88,32 +138,36 @@ impl Dir {
         } else {
             OFlags::RDWR | OFlags::APPEND | OFlags::CREATE
         };
-        let fd = rustix::fs::openat(&self.fd, JOURNAL, flags, Mode::from_raw_mode(0o600)).map_err(
-            |e| match e {
-                rustix::io::Errno::LOOP => {
-                    HistoryError::Log("the history journal is a symbolic link: refused".into())
-                }
-                e => log_error(e),
-            },
-        )?;
+        let fd = match rustix::fs::openat(&self.fd, name, flags, Mode::from_raw_mode(0o600)) {
+            Ok(fd) => fd,
+            // Only a read-only open can miss it (else it is created); the
+            // caller says whether that is an error.
+            Err(rustix::io::Errno::NOENT) if read_only => return Ok(Opened::Missing),
+            Err(rustix::io::Errno::LOOP) => {
+                return Err(HistoryError::Log(format!(
+                    "the history {what} is a symbolic link: refused"
+                )));
+            }
+            Err(e) => return Err(log_error(e)),
+        };
         let stat = rustix::fs::fstat(&fd).map_err(log_error)?;
         if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
-            return Err(HistoryError::Log(
-                "the history journal is not a regular file: refused".into(),
-            ));
+            return Err(HistoryError::Log(format!(
+                "the history {what} is not a regular file: refused"
+            )));
         }
         if stat.st_nlink == 0 {
-            return Ok(None);
+            return Ok(Opened::Unlinked);
         }
         if stat.st_nlink != 1 {
-            return Err(HistoryError::Log(
-                "the history journal has another hard link: refused".into(),
-            ));
+            return Err(HistoryError::Log(format!(
+                "the history {what} has another hard link: refused"
+            )));
         }
         if !read_only && stat.st_mode & 0o077 != 0 {
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o600)).map_err(log_error)?;
         }
-        Ok(Some(File::from(fd)))
+        Ok(Opened::File(File::from(fd)))
     }
 
     /// The journal opened to write from its start (not appending).
@@ -201,6 +255,29 @@ impl Dir {
             options.append(true).create(true);
         }
         options.open(path).map_err(log_error)
+    }
+
+    /// The lock file (see the Unix version), created unless `read_only`;
+    /// `None` if a read-only open finds none.
+    pub(super) fn lock(&self, read_only: bool) -> Result<Option<File>, HistoryError> {
+        let path = self.path.join(LOCK);
+        if let Ok(m) = std::fs::symlink_metadata(&path)
+            && !m.file_type().is_file()
+        {
+            return Err(HistoryError::Log(
+                "the history lock file is not a regular file: refused".into(),
+            ));
+        }
+        let mut options = OpenOptions::new();
+        options.read(true);
+        if !read_only {
+            options.write(true).create(true);
+        }
+        match options.open(path) {
+            Ok(file) => Ok(Some(file)),
+            Err(e) if read_only && e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(log_error(e)),
+        }
     }
 
     pub(super) fn replaced(&self, _file: &File) -> Result<bool, HistoryError> {

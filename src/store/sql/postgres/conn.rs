@@ -354,6 +354,38 @@ fn literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
+impl Db {
+    /// Runs `f` on a connection of its own from the pool, never on a
+    /// mutation's transaction running on this thread: for the history
+    /// log's reads and compaction, which must not take the history
+    /// table's lock inside a change transaction that lasts the whole
+    /// change (a `VACUUM FULL` waiting for that lock made every append
+    /// queue behind it, the appending process's own included, until its
+    /// lock timeout: issue 19). A connection found dead is closed and `f`
+    /// runs again on another: reads are safe to repeat.
+    pub(crate) fn with_own<T>(
+        &self,
+        mut f: impl FnMut(&mut Pg<'_>) -> Result<T, Fail>,
+    ) -> Result<T, Fail> {
+        let mut attempt = 1;
+        loop {
+            let conn = self.checkout()?;
+            let mut pg = Pg::new(self, &conn);
+            let out = f(&mut pg);
+            let lost = pg.lost;
+            drop(pg);
+            if !lost {
+                return out;
+            }
+            drop(Object::take(conn));
+            if out.is_ok() || attempt >= self.attempts() {
+                return out;
+            }
+            attempt += 1;
+        }
+    }
+}
+
 impl Backend for Db {
     type Conn<'c> = Pg<'c>;
     type Tx<'c> = PgTx<'c>;
@@ -373,22 +405,7 @@ impl Backend for Db {
         if let Some(conn) = active {
             return f(&mut Pg::new(self, &conn));
         }
-        let mut attempt = 1;
-        loop {
-            let conn = self.checkout()?;
-            let mut pg = Pg::new(self, &conn);
-            let out = f(&mut pg);
-            let lost = pg.lost;
-            drop(pg);
-            if !lost {
-                return out;
-            }
-            drop(Object::take(conn));
-            if out.is_ok() || attempt >= self.attempts() {
-                return out;
-            }
-            attempt += 1;
-        }
+        self.with_own(f)
     }
 
     /// A transaction holding `tenant`'s advisory lock; `BEGIN` and the

@@ -25,7 +25,7 @@ mod pool;
 use std::time::Duration;
 
 use super::tls::{Rustls, SslMode, client_config};
-use super::{Backend, Commit, DriverError, Fail, SqlStore, schema};
+use super::{Commit, DriverError, Fail, SqlStore, schema};
 use crate::tenant::TenantId;
 
 pub(crate) use self::conn::{Durability, Pg, PgTx};
@@ -331,12 +331,13 @@ impl PostgresStore {
     }
 
     /// Runs `f` on a connection of this store's pool, outside any
-    /// transaction (reads of the crate's own tables).
+    /// transaction (reads of the crate's own tables), even one this
+    /// thread has open on the same pool (see `Db::with_own`).
     pub(crate) fn connection<T>(
         &self,
         f: impl FnMut(&mut Pg<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
-        self.0.db.with(f)
+        self.0.db.with_own(f)
     }
 
     /// Connects to `url` (`postgres://user@host:port/db`, with
