@@ -758,11 +758,16 @@ fn redact_and_prune_replace_the_journal_but_never_the_lock_file() {
         std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
         0o600
     );
+    // Each journal is held open, so its inode number cannot be handed to
+    // the next new file (ext4 reuses a freed one at once, and a redact may
+    // rewrite the journal more than once).
+    let _held = std::fs::File::open(journal(&root)).expect("hold the journal");
     let before = inode(&journal(&root));
     let (changed, _) = h.redact_text(b"SECRET").expect("redact");
     assert_eq!(changed.len(), 2);
     let after_redact = inode(&journal(&root));
     assert_ne!(before, after_redact, "the journal was rewritten");
+    let _held_too = std::fs::File::open(journal(&root)).expect("hold the journal");
     let removed = h
         .prune(&claude_memory::history::Retention {
             keep_per_file: Some(1),
