@@ -100,6 +100,10 @@ fn run_json(mut cmd: Command) -> Value {
 /// A server process; killed (SIGTERM first) when dropped.
 struct Server {
     child: Child,
+    /// The port it listens on (each test asks for port 0: any free one,
+    /// as the server reports it; fixed ports in the ephemeral range were
+    /// taken by other processes' connections on a busy machine).
+    port: u16,
 }
 
 impl Server {
@@ -130,6 +134,13 @@ impl Server {
             let _ = child.wait();
             return None;
         }
+        let port = line
+            .trim()
+            .rsplit(':')
+            .next()
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in: {line}"));
         // Keep draining stderr so the server never blocks on it.
         std::thread::spawn(move || {
             let mut sink = String::new();
@@ -137,7 +148,7 @@ impl Server {
                 sink.clear();
             }
         });
-        Some(Server { child })
+        Some(Server { child, port })
     }
 
     fn peak_rss_kib(&self) -> Option<u64> {
@@ -356,9 +367,7 @@ fn python_sdk_over_stdio_and_streamable_http() {
     // A port per mode (tests/mcp_server.rs, whose ports these are, runs
     // in another test binary, never at the same time), so a server still
     // shutting down never holds the next one's port.
-    for (mode, port) in [("legacy", 55526), ("auto", 55521)] {
-        let addr = format!("127.0.0.1:{port}");
-        let url = format!("http://{addr}/mcp");
+    for mode in ["legacy", "auto"] {
         let dir = fresh_store();
         let store = dir.path().join("store");
         let mut cmd = Command::new(&py);
@@ -373,15 +382,16 @@ fn python_sdk_over_stdio_and_streamable_http() {
         let dir = fresh_store();
         let store = dir.path().join("store");
         let tokens = token_file(dir.path());
-        let _server = Server::start(&[
+        let server = Server::start(&[
             "--store",
             store.to_str().unwrap(),
             "mcp",
             "--http",
-            addr.as_str(),
+            "127.0.0.1:0",
             "--token-file",
             tokens.to_str().unwrap(),
         ]);
+        let url = format!("http://127.0.0.1:{}/mcp", server.port);
         let mut cmd = Command::new(&py);
         cmd.arg(py_script())
             .arg("calls")
@@ -407,22 +417,20 @@ fn typescript_sdk_over_stdio_and_streamable_http() {
     let dir = fresh_store();
     let store = dir.path().join("store");
     let tokens = token_file(dir.path());
-    let _server = Server::start(&[
+    let server = Server::start(&[
         "--store",
         store.to_str().unwrap(),
         "mcp",
         "--http",
-        "127.0.0.1:55527",
+        "127.0.0.1:0",
         "--token-file",
         tokens.to_str().unwrap(),
     ]);
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
     let mut cmd = Command::new("node");
-    cmd.arg(&script).arg(write_calls(dir.path())).args([
-        "--http",
-        "http://127.0.0.1:55527/mcp",
-        "--token",
-        TOKEN,
-    ]);
+    cmd.arg(&script)
+        .arg(write_calls(dir.path()))
+        .args(["--http", url.as_str(), "--token", TOKEN]);
     check("typescript http", &run_json(cmd));
 }
 
@@ -451,13 +459,13 @@ fn an_mcp_client_and_an_api_agent_share_one_sqlite_store() {
     let db = dir.path().join("memory.db");
     let spec = format!("sqlite:{}", db.display());
     let tokens = token_file(dir.path());
-    let _server = Server::start(&[
+    let server = Server::start(&[
         "--store",
         &spec,
         "--history",
         "mcp",
         "--http",
-        "127.0.0.1:55528",
+        "127.0.0.1:0",
         "--token-file",
         tokens.to_str().unwrap(),
     ]);
@@ -470,7 +478,7 @@ fn an_mcp_client_and_an_api_agent_share_one_sqlite_store() {
         &[m(
             json!({"command": "create", "path": "/memories/from-mcp.md", "file_text": "written over MCP\n"}),
         )],
-        55528,
+        server.port,
     );
     assert_eq!(
         r[0]["content"][0]["text"],
@@ -497,7 +505,7 @@ fn an_mcp_client_and_an_api_agent_share_one_sqlite_store() {
             m(json!({"command": "view", "path": "/memories/from-api.md"})),
             m(json!({"command": "view", "path": "/memories/from-mcp.md"})),
         ],
-        55528,
+        server.port,
     );
     assert_eq!(
         r[0]["content"][0]["text"],
@@ -514,7 +522,7 @@ fn an_mcp_client_and_an_api_agent_share_one_sqlite_store() {
         &[m(
             json!({"command": "view", "path": "/memories/from-api.md"}),
         )],
-        55528,
+        server.port,
     );
     assert_eq!(r[0]["isError"], false);
 
@@ -541,14 +549,15 @@ fn load_eight_http_clients_two_hundred_calls_each_lose_no_update() {
         &spec,
         "mcp",
         "--http",
-        "127.0.0.1:55529",
+        "127.0.0.1:0",
         "--token-file",
         tokens.to_str().unwrap(),
     ]);
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
     let mut cmd = Command::new(&py);
     cmd.arg(py_script()).arg("load").args([
         "--http",
-        "http://127.0.0.1:55529/mcp",
+        url.as_str(),
         "--token",
         TOKEN,
         "--clients",
