@@ -106,6 +106,24 @@ pub(crate) trait Dialect {
     /// first.
     const UPSERT_FILE_NEXT: Option<&'static str> = None;
 
+    /// A whole write in one statement, where the dialect can (PostgreSQL's
+    /// data-modifying `WITH`): it reads the rows of file `$2`'s lineage
+    /// (the ancestors' and its own) of tenant `$1`, makes the checks of
+    /// the write (no ancestor a file; for mode `$6` 0, create, no row at
+    /// `$2`; 1, overwrite, none or a file; 2, update, a file at version
+    /// `$7`) and, when `$10` is not negative, of the size cap (the bytes
+    /// of the files in [`$8`, `$9`) (`$9` empty: no upper bound), less
+    /// the file's it replaces, plus `$4`, at most `$10`), and only if all
+    /// pass inserts the missing directories and upserts the file (data
+    /// `$3`, length `$4`, modified `$5`, a fresh version).
+    ///
+    /// Rows: `(i, is_dir, len, version)` for each lineage row found, `i`
+    /// its depth (1 for the top); then one row `(0, written, total,
+    /// version)` with the cap's total (0 without a cap) and, if written,
+    /// the new version. The caller names the error from the rows, with
+    /// the checks it makes on every dialect.
+    const WRITE_CHECKED: Option<&'static str> = None;
+
     /// One row, one column: the length in bytes of the longest key of
     /// tenant `$1` in the range [`$2`, `$3`), or 0 (SQLite's `length`
     /// counts characters, PostgreSQL's `octet_length` bytes).

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::{Dialect, Fail, Param};
 use crate::path::MemoryPath;
 use crate::store::{
-    Change, DirEntry, EntryKind, FileContent, Metadata, Quota, StoreError, Updated, Version,
+    Change, DirEntry, EntryKind, FileContent, Metadata, Quota, StoreError, Tree, Updated, Version,
     WriteMode, check_quota,
 };
 
@@ -20,6 +20,16 @@ use crate::store::{
 #[derive(Debug, thiserror::Error)]
 #[error("the query returned no row")]
 struct NoRow;
+
+/// The database refused a write whose rows pass every check here: the
+/// statement's checks and these disagree (a bug, never a user's error).
+#[derive(Debug, thiserror::Error)]
+#[error("the write was refused, but its rows pass its checks")]
+struct Refused;
+
+/// The most entries [`Entries::list_tree`] reads at once: a larger tree is
+/// walked a directory at a time, so a view never holds a huge tree whole.
+const TREE_LIMIT: i64 = 10_000;
 
 /// The row key of a path: `a/b/c` for `/memories/a/b/c`, `""` for the root.
 fn key(components: &[String]) -> String {
@@ -238,8 +248,119 @@ impl<'a, D: Dialect> Entries<'a, D> {
         data: &[u8],
         mode: WriteMode,
     ) -> Result<Version, Fail> {
+        if let Some(sql) = D::WRITE_CHECKED {
+            return self.write_checked(sql, path, data, mode, None);
+        }
         let rows = self.lineage(path.components())?;
         self.write_over(path, data, mode, rows)
+    }
+
+    /// A write (under `quota`, if any) as the one statement
+    /// [`Dialect::WRITE_CHECKED`], the transaction's last: the checks are
+    /// the statement's, made in the locked transaction on the rows it
+    /// reads; a refusal is named here from those rows, by the checks
+    /// every dialect makes ([`refusal`](Self::refusal)).
+    fn write_checked(
+        &mut self,
+        sql: &str,
+        path: &MemoryPath,
+        data: &[u8],
+        mode: WriteMode,
+        quota: Option<Quota<'_>>,
+    ) -> Result<Version, Fail> {
+        let comps = path.components();
+        let (code, expected) = match mode {
+            WriteMode::Create => (0, 0),
+            WriteMode::Overwrite => (1, 0),
+            // Past `i64`, no row's version (a BIGINT) can match: -1 neither.
+            WriteMode::Update(v) => (2, i64::try_from(v.get()).unwrap_or(-1)),
+        };
+        let (lo, hi) = match quota {
+            Some(q) if !q.scope.is_root() => below(&key(q.scope.components())),
+            _ => (String::new(), String::new()),
+        };
+        let max = quota.map_or(-1, |q| i64::try_from(q.max_bytes).unwrap_or(i64::MAX));
+        self.db.last_statement();
+        let found = self.db.fetch_all(
+            sql,
+            &[
+                Param::Text(self.tenant),
+                Param::Text(&key(comps)),
+                Param::Bytes(data),
+                Param::Int(data.len() as i64),
+                Param::Int(now_ms()),
+                Param::Int(code),
+                Param::Int(expected),
+                Param::Text(&lo),
+                Param::Text(&hi),
+                Param::Int(max),
+            ],
+            |r| Ok((r.int(0)?, r.flag(1)?, r.int(2)?, r.int(3)?)),
+        )?;
+        let mut rows: Vec<Option<Row>> = comps.iter().map(|_| None).collect();
+        let mut outcome = None;
+        for (depth, is_dir, len, version) in found {
+            match usize::try_from(depth).ok().and_then(|d| d.checked_sub(1)) {
+                None => outcome = Some((is_dir, len, version)),
+                Some(at) => {
+                    if let Some(slot) = rows.get_mut(at) {
+                        *slot = Some(Row {
+                            is_dir,
+                            len,
+                            version,
+                            modified_ms: 0,
+                        });
+                    }
+                }
+            }
+        }
+        let (written, total, version) = outcome.ok_or_else(|| Fail::Sql(Box::new(NoRow)))?;
+        if written {
+            return Ok(Version::new(version as u128));
+        }
+        Err(Self::refusal(
+            path,
+            data.len(),
+            mode,
+            rows,
+            quota.map(|q| (q, total as u64)),
+        ))
+    }
+
+    /// Why a write of `len` bytes was refused, from its lineage's rows
+    /// (the ancestors' from the top, then its own) and, under a cap, the
+    /// bytes below the cap's scope: the checks of
+    /// [`write_within`](Self::write_within) and
+    /// [`write_over`](Self::write_over), in their order.
+    fn refusal(
+        path: &MemoryPath,
+        len: usize,
+        mode: WriteMode,
+        mut rows: Vec<Option<Row>>,
+        quota: Option<(Quota<'_>, u64)>,
+    ) -> Fail {
+        if let Some((quota, total)) = quota {
+            let replaced = match (rows.last(), mode) {
+                // "Already exists" comes before the cap.
+                (Some(Some(_)), WriteMode::Create) => None,
+                (Some(Some(r)), _) if !r.is_dir => Some(r.len as u64),
+                _ => Some(0),
+            };
+            if let Some(replaced) = replaced {
+                let after = total.saturating_sub(replaced).saturating_add(len as u64);
+                if let Err(e) = check_quota(path, after, quota) {
+                    return e.into();
+                }
+            }
+        }
+        let existing = rows.pop().flatten().map(|r| r.file_version());
+        if let Err(e) = Self::check_ancestors(path, &rows) {
+            return e;
+        }
+        match StoreError::check_write(path, existing, mode) {
+            Err(e) => e.into(),
+            Ok(()) => Fail::Sql(Box::new(Refused)),
+        }
     }
 
     /// [`write`](Self::write) given the rows [`lineage`](Self::lineage)
@@ -348,6 +469,9 @@ impl<'a, D: Dialect> Entries<'a, D> {
         mode: WriteMode,
         quota: Quota<'_>,
     ) -> Result<Version, Fail> {
+        if let Some(sql) = D::WRITE_CHECKED {
+            return self.write_checked(sql, path, data, mode, Some(quota));
+        }
         let rows = self.lineage(path.components())?;
         let replaced = match (rows.last(), mode) {
             (Some(Some(_)), WriteMode::Create) => return self.write_over(path, data, mode, rows),
@@ -444,6 +568,90 @@ impl<'a, D: Dialect> Entries<'a, D> {
             .into_iter()
             .filter_map(|(own, e)| (!own).then_some(e))
             .collect())
+    }
+
+    /// Every entry below directory `dir` (the root included), grouped by
+    /// parent, in one query: the rows of the key range below `dir` and,
+    /// below the root, the directory's own row (flagged), checked as
+    /// [`list`](Self::list) checks it. `None` past [`TREE_LIMIT`] entries.
+    pub(crate) fn list_tree(&mut self, dir: &MemoryPath) -> Result<Option<Tree>, Fail> {
+        let k = key(dir.components());
+        let (lo, hi) = below(&k);
+        let limit = TREE_LIMIT + 1;
+        let decode = |r: &dyn super::Columns<Error = D::Error>| {
+            let is_dir = r.flag(2)?;
+            Ok((
+                r.flag(5)?,
+                r.text(0)?,
+                DirEntry {
+                    name: r.text(1)?,
+                    kind: if is_dir {
+                        EntryKind::Directory
+                    } else {
+                        EntryKind::File
+                    },
+                    len: r.int(3)? as u64,
+                    modified: if is_dir { None } else { to_time(r.int(4)?) },
+                },
+            ))
+        };
+        // (is this the directory's own row, its parent's key, the entry)
+        let rows = if dir.is_root() {
+            self.db.fetch_all(
+                "SELECT parent, name, is_dir, len, modified_ms, FALSE FROM claude_memory_entries
+                 WHERE tenant = $1 LIMIT $2",
+                &[Param::Text(self.tenant), Param::Int(limit)],
+                decode,
+            )?
+        } else {
+            self.db.fetch_all(
+                "SELECT parent, name, is_dir, len, modified_ms, FALSE FROM (
+                    SELECT parent, name, is_dir, len, modified_ms FROM claude_memory_entries
+                    WHERE tenant = $1 AND path >= $2 AND path < $3 LIMIT $4
+                 ) AS below
+                 UNION ALL
+                 SELECT parent, name, is_dir, len, modified_ms, TRUE FROM claude_memory_entries
+                 WHERE tenant = $1 AND path = $5",
+                &[
+                    Param::Text(self.tenant),
+                    Param::Text(&lo),
+                    Param::Text(&hi),
+                    Param::Int(limit),
+                    Param::Text(&k),
+                ],
+                decode,
+            )?
+        };
+        if !dir.is_root() {
+            let path = dir.clone();
+            match rows.iter().find(|(own, ..)| *own) {
+                None => return Err(StoreError::NotFound { path }.into()),
+                Some((_, _, e)) if e.kind != EntryKind::Directory => {
+                    return Err(StoreError::NotADirectory { path }.into());
+                }
+                Some(_) => {}
+            }
+        }
+        if rows.len() as i64 > TREE_LIMIT + i64::from(!dir.is_root()) {
+            return Ok(None);
+        }
+        let mut tree = Tree::new();
+        for (own, parent, entry) in rows {
+            // The parent's key below `dir`: "" for `dir` itself.
+            let below_dir = if dir.is_root() {
+                Some(parent.as_str())
+            } else if parent == k {
+                Some("")
+            } else {
+                parent
+                    .strip_prefix(k.as_str())
+                    .and_then(|p| p.strip_prefix('/'))
+            };
+            if let (false, Some(p)) = (own, below_dir) {
+                tree.push(p, entry);
+            }
+        }
+        Ok(Some(tree))
     }
 
     /// Removes a non-root entry and everything below it; run it in the
