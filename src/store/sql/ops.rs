@@ -107,19 +107,39 @@ impl<'a, D: Dialect> Entries<'a, D> {
     /// The rows at each of `keys` (`None` where there is none), in one
     /// query.
     fn rows(&mut self, keys: &[String]) -> Result<Vec<Option<Row>>, D::Error> {
+        Ok(self.rows_and_longest(keys, None)?.0)
+    }
+
+    /// [`rows`](Self::rows) and, given a key range [`lo`, `hi`), the
+    /// length of its longest key ([`Dialect::LONGEST_KEY`], 0 without a
+    /// range), in one query: its row has the key `""`, which no entry has.
+    fn rows_and_longest(
+        &mut self,
+        keys: &[String],
+        range: Option<(&str, &str)>,
+    ) -> Result<(Vec<Option<Row>>, i64), D::Error> {
         let mut sql = String::from(
             "SELECT path, is_dir, len, version, modified_ms FROM claude_memory_entries WHERE tenant = $1 AND path IN (",
         );
         let mut params = vec![Param::Text(self.tenant)];
+        let first = if range.is_some() { 4 } else { 2 };
         for (i, k) in keys.iter().enumerate() {
             if i > 0 {
                 sql.push_str(", ");
             }
-            sql.push_str(&format!("${}", i + 2));
+            sql.push_str(&format!("${}", i + first));
             params.push(Param::Text(k));
         }
         sql.push(')');
-        let found = self.db.fetch_all(&sql, &params, |r| {
+        if let Some((lo, hi)) = range {
+            // The two bounds are $2 and $3, as LONGEST_KEY numbers them.
+            params.splice(1..1, [Param::Text(lo), Param::Text(hi)]);
+            sql.push_str(&format!(
+                " UNION ALL SELECT '', FALSE, ({}), 0, 0",
+                D::LONGEST_KEY
+            ));
+        }
+        let mut found = self.db.fetch_all(&sql, &params, |r| {
             Ok((
                 r.text(0)?,
                 Row {
@@ -130,7 +150,11 @@ impl<'a, D: Dialect> Entries<'a, D> {
                 },
             ))
         })?;
-        Ok(keys
+        let longest = match found.iter().position(|(p, _)| p.is_empty()) {
+            Some(i) if range.is_some() => found.swap_remove(i).1.len,
+            _ => 0,
+        };
+        let rows = keys
             .iter()
             .map(|k| {
                 found.iter().find(|(p, _)| p == k).map(|(_, r)| Row {
@@ -140,7 +164,8 @@ impl<'a, D: Dialect> Entries<'a, D> {
                     modified_ms: r.modified_ms,
                 })
             })
-            .collect())
+            .collect();
+        Ok((rows, longest))
     }
 
     /// The rows of `path`'s ancestors (from the top) and of `path` last,
@@ -692,7 +717,10 @@ impl<'a, D: Dialect> Entries<'a, D> {
         // one query; checked in the contract's order.
         let mut keys = vec![fk.clone()];
         keys.extend((1..=tc.len()).map(|depth| key(&tc[..depth])));
-        let mut rows = self.rows(&keys)?;
+        // With the length of the longest key below the source, in the
+        // same query (for the path limit's check, below).
+        let (lo, hi) = below(&fk);
+        let (mut rows, longest) = self.rows_and_longest(&keys, Some((&lo, &hi)))?;
         let destination = if to.is_root() {
             None // the root has no row, and always exists
         } else {
@@ -707,12 +735,6 @@ impl<'a, D: Dialect> Entries<'a, D> {
         let need_parents = Self::check_ancestors(to, &rows[1..])?;
         // Every entry below must still have a legal path at the
         // destination (SPEC §2), checked in this transaction.
-        let (lo, hi) = below(&fk);
-        let longest = self.one(
-            D::LONGEST_KEY,
-            &[Param::Text(self.tenant), Param::Text(&lo), Param::Text(&hi)],
-            |r| r.int(0),
-        )?;
         let longest = usize::try_from(longest).unwrap_or(usize::MAX);
         StoreError::check_depth(from, to, longest.saturating_sub(fk.len()))?;
         if need_parents {

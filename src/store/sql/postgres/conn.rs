@@ -348,8 +348,11 @@ enum TxState {
     Lost,
     /// Lost at `BEGIN`: nothing ran, the mutation may start over.
     LostAtBegin,
-    /// Ended without effect by the `COMMIT` sent behind a failed last
-    /// statement: nothing to roll back.
+    /// Ended by the `COMMIT` sent behind the last statement, but not
+    /// committed by the caller: that statement failed (the server rolled
+    /// the transaction back), or it changed nothing and the caller
+    /// returned an error (a refused write, a delete of nothing). Nothing
+    /// to roll back either way.
     Ended,
 }
 
@@ -359,7 +362,7 @@ impl Drop for PgTx<'_> {
             self.state.set(TxState::LostAtBegin);
         } else if self.pg.lost {
             self.state.set(TxState::Lost);
-        } else if self.pg.ended == Some(false) {
+        } else if self.pg.ended.is_some() && self.state.get() == TxState::Open {
             self.state.set(TxState::Ended);
         }
     }
