@@ -112,7 +112,7 @@ pub(crate) trait Dialect {
     /// the write (no ancestor a file; for mode `$6` 0, create, no row at
     /// `$2`; 1, overwrite, none or a file; 2, update, a file at version
     /// `$7`) and, when `$10` is not negative, of the size cap (the bytes
-    /// of the files in [`$8`, `$9`) (`$9` empty: no upper bound), less
+    /// of the files in [`$8`, `$9`) (`$8` empty: all the tenant's), less
     /// the file's it replaces, plus `$4`, at most `$10`), and only if all
     /// pass inserts the missing directories and upserts the file (data
     /// `$3`, length `$4`, modified `$5`, a fresh version).

@@ -225,7 +225,8 @@ const WRITE_CHECKED: &str = r#"WITH parts AS (
 ),
 found AS (
     SELECT parts.i, e.is_dir, e.len, e.version
-    FROM parts JOIN claude_memory_entries e ON e.tenant = $1 AND e.path = parts.path
+    FROM claude_memory_entries e JOIN parts ON parts.path = e.path
+    WHERE e.tenant = $1 AND e.path = ANY (ARRAY(SELECT path FROM parts))
 ),
 verdict AS (
     SELECT q.total,
@@ -245,10 +246,17 @@ verdict AS (
     FROM (SELECT max(n) AS n FROM parts) l
     LEFT JOIN found t ON t.i = l.n
     CROSS JOIN (
-        SELECT CASE WHEN $10::bigint < 0 THEN 0 ELSE (
-            SELECT CAST(COALESCE(SUM(len), 0) AS BIGINT) FROM claude_memory_entries
-            WHERE tenant = $1 AND NOT is_dir AND path >= $8::text AND ($9::text = '' OR path < $9::text)
-        ) END AS total
+        SELECT CASE
+            WHEN $10::bigint < 0 THEN 0
+            WHEN $8::text = '' THEN (
+                SELECT CAST(COALESCE(SUM(len), 0) AS BIGINT) FROM claude_memory_entries
+                WHERE tenant = $1 AND NOT is_dir
+            )
+            ELSE (
+                SELECT CAST(COALESCE(SUM(len), 0) AS BIGINT) FROM claude_memory_entries
+                WHERE tenant = $1 AND NOT is_dir AND path >= $8::text AND path < $9::text
+            )
+        END AS total
     ) q
 ),
 dirs AS (
@@ -499,8 +507,12 @@ impl Db {
         durability: Durability,
         mut f: impl FnMut(PgTx<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
+        // Generic plans for the transaction's prepared statements: the
+        // server would otherwise plan WRITE_CHECKED again at every
+        // execution (its generic plan is costed on guessed row counts and
+        // never looks cheaper), which takes longer than running it.
         let begin = format!(
-            "BEGIN; SELECT pg_advisory_xact_lock(hashtextextended({}, 0)){}",
+            "BEGIN; SET LOCAL plan_cache_mode TO force_generic_plan; SELECT pg_advisory_xact_lock(hashtextextended({}, 0)){}",
             literal(&format!("claude-memory:{tenant}")),
             match durability {
                 Durability::Synced => "",
