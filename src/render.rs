@@ -81,9 +81,49 @@ pub(crate) fn directory_header(path: &str) -> String {
     )
 }
 
+#[cfg(test)]
 pub(crate) fn listing_line(size: u64, path: &str, is_dir: bool) -> String {
     let slash = if is_dir { "/" } else { "" };
     format!("{}\t{path}{slash}", human_size(size))
+}
+
+/// Appends [`listing_line`]'s text to `out` without the formatting
+/// machinery or a string of its own (a directory view writes one per
+/// entry); returns its length in characters.
+pub(crate) fn push_listing_line(out: &mut String, size: u64, path: &str, is_dir: bool) -> usize {
+    let start = out.len();
+    if size < 1024 {
+        push_decimal(out, size);
+        out.push('B');
+    } else {
+        out.push_str(&human_size(size));
+    }
+    // The size is ASCII: its characters are its bytes.
+    let size_chars = out.len() - start;
+    out.push('\t');
+    out.push_str(path);
+    if is_dir {
+        out.push('/');
+    }
+    size_chars + 1 + path.chars().count() + usize::from(is_dir)
+}
+
+/// Appends `n` in decimal, as `format!("{n}")` writes it.
+fn push_decimal(out: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut rest = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        out.push(char::from(d));
+    }
 }
 
 pub(crate) fn listing_truncated(more: usize) -> String {
@@ -451,6 +491,19 @@ mod tests {
         assert_eq!(human_size(1_048_575), "1.0M");
         assert_eq!(human_size(4 * 1024 * 1024), "4.0M");
         assert_eq!(human_size(u64::MAX), "16777216.0T");
+    }
+
+    #[test]
+    fn pushed_listing_lines_match_the_format_macro() {
+        for size in [0, 7, 10, 999, 1023, 1024, 1536, 12_595, 4 << 20, u64::MAX] {
+            for (path, is_dir) in [("/memories/a.md", false), ("/memories/dé", true)] {
+                let mut out = String::from("x");
+                let chars = push_listing_line(&mut out, size, path, is_dir);
+                let line = listing_line(size, path, is_dir);
+                assert_eq!(out, format!("x{line}"));
+                assert_eq!(chars, line.chars().count());
+            }
+        }
     }
 
     #[test]

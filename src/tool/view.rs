@@ -41,7 +41,10 @@ impl Listing {
         if self.chars > self.budget {
             return None;
         }
-        let path = format!("{parent}/{name}");
+        let mut path = String::with_capacity(parent.len() + 1 + name.len());
+        path.push_str(parent);
+        path.push('/');
+        path.push_str(name);
         self.chars += path.chars().count() + MIN_SIZE_WIDTH + 1;
         self.rows.push((0, path, is_dir));
         Some(self.rows.len() - 1)
@@ -128,18 +131,23 @@ impl<S: MemoryStore> MemoryTool<S> {
         .map_err(|e| render::storage_failure(&e, &base))?;
         let mut out = render::directory_header(&base);
         let limit = self.config.view_output_limit;
+        // The rows kept, their sizes at most 8 characters (`1023.9K`) and
+        // a newline: one allocation for the whole listing, mostly.
+        out.reserve(listing.chars.min(limit.saturating_mul(4)) + 6 * listing.rows.len());
         let mut used = 0;
         let mut shown = 0;
         for (size, path, is_dir) in &listing.rows {
-            let line = render::listing_line(*size, path, *is_dir);
-            let cost = line.chars().count() + usize::from(shown > 0);
+            // Written in place, and taken back if it does not fit.
+            let before = out.len();
+            out.push('\n');
+            let cost =
+                render::push_listing_line(&mut out, *size, path, *is_dir) + usize::from(shown > 0);
             if shown > 0 && used + cost > limit {
+                out.truncate(before);
                 break;
             }
             used += cost;
             shown += 1;
-            out.push('\n');
-            out.push_str(&line);
         }
         if shown < listing.entries {
             out.push('\n');

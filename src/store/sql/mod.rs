@@ -215,6 +215,12 @@ pub(crate) trait Columns {
     fn text(&self, i: usize) -> Result<String, Self::Error>;
     /// A nullable binary column.
     fn bytes(&self, i: usize) -> Result<Option<Vec<u8>>, Self::Error>;
+    /// A text column, into `out` (replacing what it held), so a loop over
+    /// rows reuses one buffer instead of allocating a string per row.
+    fn text_into(&self, i: usize, out: &mut String) -> Result<(), Self::Error> {
+        *out = self.text(i)?;
+        Ok(())
+    }
 }
 
 /// Implements [`Columns`] for a driver's row type by its typed getter.
@@ -234,6 +240,18 @@ macro_rules! columns {
             }
             fn bytes(&self, i: usize) -> Result<Option<Vec<u8>>, $error> {
                 self.$get(i)
+            }
+            fn text_into(&self, i: usize, out: &mut String) -> Result<(), $error> {
+                let text = self.get_ref(i)?.as_str().map_err(|e| {
+                    rusqlite::Error::FromSqlConversionFailure(
+                        i,
+                        rusqlite::types::Type::Text,
+                        Box::new(e),
+                    )
+                })?;
+                out.clear();
+                out.push_str(text);
+                Ok(())
             }
         }
     };

@@ -603,12 +603,35 @@ impl<'a, D: Dialect> Entries<'a, D> {
         let k = key(dir.components());
         let (lo, hi) = below(&k);
         let limit = TREE_LIMIT + 1;
-        let decode = |r: &dyn super::Columns<Error = D::Error>| {
+        let mut tree = Tree::new();
+        // The directory's own row: is it one (below the root).
+        let mut own: Option<bool> = None;
+        let mut entries: i64 = 0;
+        // The row's parent key, one buffer for every row.
+        let mut parent = String::new();
+        // Each row goes into the tree as it is read.
+        let add = |r: &dyn super::Columns<Error = D::Error>| {
             let is_dir = r.flag(2)?;
-            Ok((
-                r.flag(5)?,
-                r.text(0)?,
-                DirEntry {
+            if r.flag(5)? {
+                own = Some(is_dir);
+                return Ok(());
+            }
+            entries += 1;
+            r.text_into(0, &mut parent)?;
+            // The parent's key below `dir`: "" for `dir` itself.
+            let below_dir = if dir.is_root() {
+                Some(parent.as_str())
+            } else if parent == k {
+                Some("")
+            } else {
+                parent
+                    .strip_prefix(k.as_str())
+                    .and_then(|p| p.strip_prefix('/'))
+            };
+            if let Some(p) = below_dir
+                && entries <= TREE_LIMIT
+            {
+                let entry = DirEntry {
                     name: r.text(1)?,
                     kind: if is_dir {
                         EntryKind::Directory
@@ -617,17 +640,18 @@ impl<'a, D: Dialect> Entries<'a, D> {
                     },
                     len: r.int(3)? as u64,
                     modified: if is_dir { None } else { to_time(r.int(4)?) },
-                },
-            ))
+                };
+                tree.push(p, entry);
+            }
+            Ok(())
         };
-        // (is this the directory's own row, its parent's key, the entry)
-        let rows = if dir.is_root() {
+        if dir.is_root() {
             self.db.fetch_all(
                 "SELECT parent, name, is_dir, len, modified_ms, FALSE FROM claude_memory_entries
                  WHERE tenant = $1 LIMIT $2",
                 &[Param::Text(self.tenant), Param::Int(limit)],
-                decode,
-            )?
+                add,
+            )?;
         } else {
             self.db.fetch_all(
                 "SELECT parent, name, is_dir, len, modified_ms, FALSE FROM (
@@ -644,37 +668,17 @@ impl<'a, D: Dialect> Entries<'a, D> {
                     Param::Int(limit),
                     Param::Text(&k),
                 ],
-                decode,
-            )?
-        };
-        if !dir.is_root() {
+                add,
+            )?;
             let path = dir.clone();
-            match rows.iter().find(|(own, ..)| *own) {
+            match own {
                 None => return Err(StoreError::NotFound { path }.into()),
-                Some((_, _, e)) if e.kind != EntryKind::Directory => {
-                    return Err(StoreError::NotADirectory { path }.into());
-                }
-                Some(_) => {}
+                Some(false) => return Err(StoreError::NotADirectory { path }.into()),
+                Some(true) => {}
             }
         }
-        if rows.len() as i64 > TREE_LIMIT + i64::from(!dir.is_root()) {
+        if entries > TREE_LIMIT {
             return Ok(None);
-        }
-        let mut tree = Tree::new();
-        for (own, parent, entry) in rows {
-            // The parent's key below `dir`: "" for `dir` itself.
-            let below_dir = if dir.is_root() {
-                Some(parent.as_str())
-            } else if parent == k {
-                Some("")
-            } else {
-                parent
-                    .strip_prefix(k.as_str())
-                    .and_then(|p| p.strip_prefix('/'))
-            };
-            if let (false, Some(p)) = (own, below_dir) {
-                tree.push(p, entry);
-            }
         }
         Ok(Some(tree))
     }
@@ -686,12 +690,16 @@ impl<'a, D: Dialect> Entries<'a, D> {
         let (lo, hi) = below(&k);
         // One statement, the transaction's last: the rows it removed say
         // whether the entry was there. Nothing below a missing entry is
-        // removed. Each arm of the OR is an index range.
+        // removed. Each arm of the union is a lookup or a range of the
+        // primary key (with the arms as an OR, SQLite's planner scanned
+        // the tenant's whole children index instead).
         self.db.last_statement();
         let removed = self.db.fetch_all(
             "DELETE FROM claude_memory_entries
-             WHERE (tenant = $1 AND path = $2)
-                OR (tenant = $1 AND path >= $3 AND path < $4
+             WHERE tenant = $1 AND path IN (
+                SELECT path FROM claude_memory_entries WHERE tenant = $1 AND path = $2
+                UNION ALL
+                SELECT path FROM claude_memory_entries WHERE tenant = $1 AND path >= $3 AND path < $4
                     AND EXISTS (SELECT 1 FROM claude_memory_entries WHERE tenant = $1 AND path = $2))
              RETURNING path = $2",
             &[
@@ -747,7 +755,10 @@ impl<'a, D: Dialect> Entries<'a, D> {
                 path = $5 || substr(path, length($2) + 1),
                 parent = CASE WHEN path = $2 THEN $6 ELSE $5 || substr(parent, length($2) + 1) END,
                 name = CASE WHEN path = $2 THEN $7 ELSE name END
-             WHERE (tenant = $1 AND path = $2) OR (tenant = $1 AND path >= $3 AND path < $4)",
+             WHERE tenant = $1 AND path IN (
+                SELECT path FROM claude_memory_entries WHERE tenant = $1 AND path = $2
+                UNION ALL
+                SELECT path FROM claude_memory_entries WHERE tenant = $1 AND path >= $3 AND path < $4)",
             &[
                 Param::Text(self.tenant),
                 Param::Text(&fk),

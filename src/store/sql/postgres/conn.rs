@@ -195,6 +195,15 @@ impl Columns for PgRow {
             .try_get(i)
             .map_err(|e| PostgresError::Database(Box::new(e)))
     }
+    fn text_into(&self, i: usize, out: &mut String) -> Result<(), PostgresError> {
+        let text: &str = self
+            .0
+            .try_get(i)
+            .map_err(|e| PostgresError::Database(Box::new(e)))?;
+        out.clear();
+        out.push_str(text);
+        Ok(())
+    }
 }
 
 /// The driver's view of `params`.
