@@ -86,6 +86,11 @@ pub(crate) trait Dialect {
     /// The driver's error.
     type Error: DriverError;
 
+    /// Each statement is a round trip to a server (PostgreSQL): fewer,
+    /// larger statements are cheaper. `false` for an embedded database
+    /// (SQLite), where simpler statements are.
+    const REMOTE: bool = false;
+
     /// Inserts directory `$2` (parent `$3`, name `$4`, modified `$5`) of
     /// tenant `$1` unless the row exists: `is_dir` true, no data, length
     /// and version 0.

@@ -688,26 +688,46 @@ impl<'a, D: Dialect> Entries<'a, D> {
     pub(crate) fn delete(&mut self, path: &MemoryPath) -> Result<(), Fail> {
         let k = key(path.components());
         let (lo, hi) = below(&k);
+        let params = [
+            Param::Text(self.tenant),
+            Param::Text(&k),
+            Param::Text(&lo),
+            Param::Text(&hi),
+        ];
+        if !D::REMOTE {
+            // Two statements, each a lookup or a range of the primary key
+            // (as one statement, SQLite either scans the tenant's children
+            // index for the OR, or prepares it again at every execution
+            // for an IN): the entry, then, if it was a directory, what is
+            // below it.
+            let removed = self.db.fetch_all(
+                "DELETE FROM claude_memory_entries WHERE tenant = $1 AND path = $2 RETURNING is_dir",
+                &params[..2],
+                |r| r.flag(0),
+            )?;
+            match removed.first() {
+                None => return Err(StoreError::NotFound { path: path.clone() }.into()),
+                Some(false) => return Ok(()),
+                Some(true) => {}
+            }
+            self.db.last_statement();
+            self.db.run(
+                "DELETE FROM claude_memory_entries WHERE tenant = $1 AND path >= $2 AND path < $3",
+                &[params[0], params[2], params[3]],
+            )?;
+            return Ok(());
+        }
         // One statement, the transaction's last: the rows it removed say
         // whether the entry was there. Nothing below a missing entry is
-        // removed. Each arm of the union is a lookup or a range of the
-        // primary key (with the arms as an OR, SQLite's planner scanned
-        // the tenant's whole children index instead).
+        // removed. Each arm of the OR is an index range.
         self.db.last_statement();
         let removed = self.db.fetch_all(
             "DELETE FROM claude_memory_entries
-             WHERE tenant = $1 AND path IN (
-                SELECT path FROM claude_memory_entries WHERE tenant = $1 AND path = $2
-                UNION ALL
-                SELECT path FROM claude_memory_entries WHERE tenant = $1 AND path >= $3 AND path < $4
+             WHERE (tenant = $1 AND path = $2)
+                OR (tenant = $1 AND path >= $3 AND path < $4
                     AND EXISTS (SELECT 1 FROM claude_memory_entries WHERE tenant = $1 AND path = $2))
              RETURNING path = $2",
-            &[
-                Param::Text(self.tenant),
-                Param::Text(&k),
-                Param::Text(&lo),
-                Param::Text(&hi),
-            ],
+            &params,
             |r| r.flag(0),
         )?;
         if !removed.contains(&true) {
@@ -749,16 +769,44 @@ impl<'a, D: Dialect> Entries<'a, D> {
             self.make_parents(tc)?;
         }
         let (parent, name) = tc.split_at(tc.len() - 1);
-        self.db.last_statement();
-        self.db.run(
-            "UPDATE claude_memory_entries SET
+        // Remote, one statement (the OR's arms are two index ranges to
+        // PostgreSQL); local, the entry and then the range below it, so
+        // SQLite searches the primary key for each instead of scanning
+        // the tenant's children index for the OR. The first statement
+        // moves the entry out of the range the second selects.
+        const MOVE: &str = "UPDATE claude_memory_entries SET
                 path = $5 || substr(path, length($2) + 1),
                 parent = CASE WHEN path = $2 THEN $6 ELSE $5 || substr(parent, length($2) + 1) END,
-                name = CASE WHEN path = $2 THEN $7 ELSE name END
-             WHERE tenant = $1 AND path IN (
-                SELECT path FROM claude_memory_entries WHERE tenant = $1 AND path = $2
-                UNION ALL
-                SELECT path FROM claude_memory_entries WHERE tenant = $1 AND path >= $3 AND path < $4)",
+                name = CASE WHEN path = $2 THEN $7 ELSE name END";
+        let sql = if D::REMOTE {
+            format!(
+                "{MOVE} WHERE (tenant = $1 AND path = $2) OR (tenant = $1 AND path >= $3 AND path < $4)"
+            )
+        } else {
+            format!("{MOVE} WHERE tenant = $1 AND path = $2")
+        };
+        if !D::REMOTE {
+            self.db.run(
+                &sql,
+                &[
+                    Param::Text(self.tenant),
+                    Param::Text(&fk),
+                    Param::Text(&lo),
+                    Param::Text(&hi),
+                    Param::Text(&tk),
+                    Param::Text(&key(parent)),
+                    Param::Text(&name[0]),
+                ],
+            )?;
+        }
+        let sql = if D::REMOTE {
+            sql
+        } else {
+            format!("{MOVE} WHERE tenant = $1 AND path >= $3 AND path < $4")
+        };
+        self.db.last_statement();
+        self.db.run(
+            &sql,
             &[
                 Param::Text(self.tenant),
                 Param::Text(&fk),

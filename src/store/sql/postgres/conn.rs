@@ -292,6 +292,8 @@ SELECT 0, EXISTS (SELECT 1 FROM file), total, COALESCE((SELECT version FROM file
 impl Dialect for Pg<'_> {
     type Error = PostgresError;
 
+    const REMOTE: bool = true;
+
     const INSERT_DIR: &'static str = "INSERT INTO claude_memory_entries (tenant, path, parent, name, is_dir, data, len, version, modified_ms)
         VALUES ($1, $2, $3, $4, TRUE, NULL, 0, 0, $5) ON CONFLICT (tenant, path) DO NOTHING";
 
@@ -387,6 +389,7 @@ impl Drop for PgTx<'_> {
 
 impl Dialect for PgTx<'_> {
     type Error = PostgresError;
+    const REMOTE: bool = true;
     const INSERT_DIR: &'static str = Pg::INSERT_DIR;
     const UPSERT_FILE: &'static str = Pg::UPSERT_FILE;
     const UPSERT_FILE_NEXT: Option<&'static str> = Pg::UPSERT_FILE_NEXT;
