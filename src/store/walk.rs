@@ -45,8 +45,14 @@ impl Tree {
 
     /// The children of the directory at `parent`, taken out (a walk lists
     /// each directory once).
-    fn take(&mut self, parent: &str) -> Vec<DirEntry> {
+    pub(crate) fn take(&mut self, parent: &str) -> Vec<DirEntry> {
         self.dirs.remove(parent).unwrap_or_default()
+    }
+
+    /// Whether every directory's children have been taken.
+    #[cfg(feature = "conformance")]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.dirs.is_empty()
     }
 }
 
