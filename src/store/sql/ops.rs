@@ -612,7 +612,8 @@ impl<'a, D: Dialect> Entries<'a, D> {
         // Each row goes into the tree as it is read.
         let add = |r: &dyn super::Columns<Error = D::Error>| {
             let is_dir = r.flag(2)?;
-            if r.flag(5)? {
+            // Only below the root is there an own row (and a sixth column).
+            if !dir.is_root() && r.flag(5)? {
                 own = Some(is_dir);
                 return Ok(());
             }
@@ -647,7 +648,7 @@ impl<'a, D: Dialect> Entries<'a, D> {
         };
         if dir.is_root() {
             self.db.fetch_all(
-                "SELECT parent, name, is_dir, len, modified_ms, FALSE FROM claude_memory_entries
+                "SELECT parent, name, is_dir, len, modified_ms FROM claude_memory_entries
                  WHERE tenant = $1 LIMIT $2",
                 &[Param::Text(self.tenant), Param::Int(limit)],
                 add,
