@@ -19,8 +19,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use claude_memory::store::{
-    Change, DirEntry, FileContent, FileReader, Metadata, Quota, StoreResult, Updated, Version,
-    WriteMode,
+    Change, DirEntry, FileContent, FileReader, Metadata, Quota, StoreResult, Tree, Updated,
+    Version, WriteMode,
 };
 use claude_memory::{InMemoryStore, MemoryPath, MemoryStore, MemoryTool, conformance};
 use serde_json::json;
@@ -87,6 +87,11 @@ impl<S: MemoryStore> MemoryStore for AuditStore<S> {
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         self.reads.fetch_add(1, Ordering::Relaxed);
         self.inner.list(dir)
+    }
+
+    fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<Tree>> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.inner.list_tree(dir)
     }
 
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {

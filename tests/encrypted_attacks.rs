@@ -62,6 +62,9 @@ impl<S: MemoryStore> MemoryStore for Recorder<S> {
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         self.inner.list(dir)
     }
+    fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<claude_memory::store::Tree>> {
+        self.inner.list_tree(dir)
+    }
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
         self.inner.delete(path)
     }

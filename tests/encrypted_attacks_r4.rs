@@ -307,6 +307,9 @@ impl MemoryStore for Hooked {
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         self.inner.list(dir)
     }
+    fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<claude_memory::store::Tree>> {
+        self.inner.list_tree(dir)
+    }
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
         self.inner.delete(path)
     }

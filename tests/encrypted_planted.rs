@@ -323,6 +323,9 @@ impl<S: MemoryStore> MemoryStore for Failing<S> {
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         self.inner.list(dir)
     }
+    fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<claude_memory::store::Tree>> {
+        self.inner.list_tree(dir)
+    }
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
         self.deleting(path)?;
         self.inner.delete(path)

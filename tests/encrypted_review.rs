@@ -90,6 +90,9 @@ impl<S: MemoryStore> MemoryStore for BadDelete<S> {
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         self.inner.list(dir)
     }
+    fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<claude_memory::store::Tree>> {
+        self.inner.list_tree(dir)
+    }
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
         // The wrapper's own files (journals) are left alone.
         let own = path

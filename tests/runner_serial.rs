@@ -53,6 +53,9 @@ impl MemoryStore for Watched {
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         self.watch(|| self.inner.list(dir))
     }
+    fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<claude_memory::store::Tree>> {
+        self.watch(|| self.inner.list_tree(dir))
+    }
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
         self.watch(|| self.inner.delete(path))
     }

@@ -66,3 +66,30 @@ fn an_unopenable_database_is_the_crates_error_with_the_drivers_as_source() {
     assert_eq!(err.to_string(), "could not open the SQLite database");
     assert!(err.source().is_some());
 }
+
+/// A tree past the 10,000 entries `list_tree` reads at once is walked a
+/// directory at a time; its view prints the same bytes as the in-memory
+/// store's of the same files.
+#[test]
+fn a_tree_past_the_listing_limit_is_walked_and_viewed_the_same() {
+    use claude_memory::store::{MemoryStore, WriteMode};
+    use claude_memory::{InMemoryStore, MemoryPath};
+    let store = SqliteStore::open_in_memory().expect("open");
+    let mirror = InMemoryStore::new();
+    for i in 0..10_001 {
+        let p = MemoryPath::parse(&format!("/memories/d{}/f{i}.md", i % 7)).expect("path");
+        store.write(&p, b"x", WriteMode::Create).expect("write");
+        mirror.write(&p, b"x", WriteMode::Create).expect("write");
+    }
+    let root = MemoryPath::root();
+    assert!(store.list_tree(&root).expect("list_tree").is_none());
+    let small = MemoryPath::parse("/memories/d3").expect("path");
+    assert!(store.list_tree(&small).expect("list_tree").is_some());
+    let view = |tool: &dyn Fn(&serde_json::Value) -> String| {
+        tool(&serde_json::json!({"command": "view", "path": "/memories"}))
+    };
+    let (sql, memory) = (MemoryTool::new(store), MemoryTool::new(mirror));
+    let a = view(&|c| format!("{:?}", sql.dispatch(c)));
+    let b = view(&|c| format!("{:?}", memory.dispatch(c)));
+    assert_eq!(a, b);
+}

@@ -112,6 +112,7 @@ macro_rules! __conformance_for_each_case {
             store_update_writes_or_aborts,
             store_quota_is_checked_with_the_write,
             store_delete_file_if_decides_at_the_instant,
+            store_list_tree_agrees_with_list,
         }
     };
 }

@@ -515,3 +515,71 @@ pub fn store_delete_file_if_decides_at_the_instant(store: &dyn MemoryStore) {
     assert!(!exists(store, "/memories/d/f.txt"));
     assert!(exists(store, "/memories/d"), "only the file is removed");
 }
+
+/// `list_tree`, where a store answers it, holds what `list` gives for every
+/// directory below, and no more; below a directory that is missing or a
+/// file it fails as `list` does. (A store may answer `None`: the walks
+/// then list each directory.)
+pub fn store_list_tree_agrees_with_list(store: &dyn MemoryStore) {
+    put(store, "/memories/.h", b"hh");
+    put(store, "/memories/g", b"g");
+    put(store, "/memories/a/x", b"xx");
+    put(store, "/memories/a/b/y", b"yyy");
+    put(store, "/memories/a/b/c/z", b"zzzz");
+    put(store, "/memories/e/f", b"f");
+    assert!(store.delete(&path("/memories/e/f")).is_ok()); // e: empty
+    let sorted = |mut v: Vec<crate::store::DirEntry>| {
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    };
+    let mut answered = false;
+    for top in ["/memories", "/memories/a", "/memories/a/b"] {
+        let top = path(top);
+        let mut tree = match store.list_tree(&top) {
+            Ok(Some(tree)) => tree,
+            Ok(None) => continue,
+            Err(e) => panic!("list_tree {} failed: {e}", top.normalized()),
+        };
+        answered = true;
+        let mut dirs = vec![(String::new(), top.clone())];
+        while let Some((rel, dir)) = dirs.pop() {
+            let listed = match store.list(&dir) {
+                Ok(entries) => sorted(entries),
+                Err(e) => panic!("list {} failed: {e}", dir.normalized()),
+            };
+            assert_eq!(
+                sorted(tree.take(&rel)),
+                listed,
+                "list_tree of {} at {}",
+                top.normalized(),
+                dir.normalized()
+            );
+            for e in listed.iter().filter(|e| e.kind == EntryKind::Directory) {
+                let Some(sub) = dir.join(&e.name) else {
+                    continue;
+                };
+                let rel = if rel.is_empty() {
+                    e.name.clone()
+                } else {
+                    format!("{rel}/{}", e.name)
+                };
+                dirs.push((rel, sub));
+            }
+        }
+        assert!(
+            tree.is_empty(),
+            "list_tree of {} holds more",
+            top.normalized()
+        );
+    }
+    if answered {
+        assert!(matches!(
+            store.list_tree(&path("/memories/nope")),
+            Err(StoreError::NotFound { .. })
+        ));
+        assert!(matches!(
+            store.list_tree(&path("/memories/g")),
+            Err(StoreError::NotADirectory { .. })
+        ));
+    }
+}

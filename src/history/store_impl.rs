@@ -85,6 +85,10 @@ impl<S: MemoryStore> MemoryStore for HistoryStore<S> {
         self.inner.list(dir)
     }
 
+    fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<crate::store::Tree>> {
+        self.inner.list_tree(dir)
+    }
+
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
         if path.is_root() {
             return self.inner.delete(path);

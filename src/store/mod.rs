@@ -41,7 +41,7 @@ pub use sql::{PostgresBuilder, PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sql::{SqliteError, SqliteStore};
 pub use tenant::TenantStore;
-pub use walk::{Flow, Order, Step, walk};
+pub use walk::{Flow, Order, Step, Tree, walk};
 
 use crate::path::MemoryPath;
 
@@ -264,6 +264,20 @@ pub trait MemoryStore: Send + Sync {
 
     /// The children of a directory, in any order, hidden names included.
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>>;
+
+    /// Every entry below directory `dir`, at every depth, read at once,
+    /// as [`list`](Self::list) of each directory would give them: for the
+    /// read-only walks of a whole tree (directory views, statistics:
+    /// [`walk::walk_skipping_unlistable`]), which then make one call
+    /// instead of one per directory. `Ok(None)` (the default) where the
+    /// store has no such shortcut, or the tree is too large to hold at
+    /// once: the walk lists each directory. Fails as `list(dir)` would.
+    ///
+    /// The SQL stores answer in one query (up to 10,000 entries).
+    fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<walk::Tree>> {
+        let _ = dir;
+        Ok(None)
+    }
 
     /// Removes a file, or a directory and all below it. Never the root.
     fn delete(&self, path: &MemoryPath) -> StoreResult<()>;
@@ -494,6 +508,9 @@ macro_rules! forward_store {
             }
             fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
                 (**self).list(dir)
+            }
+            fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<walk::Tree>> {
+                (**self).list_tree(dir)
             }
             fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
                 (**self).delete(path)

@@ -174,6 +174,16 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
         }
     }
 
+    /// Forwarded: the tree's paths are relative to `dir`, so the base's
+    /// answer for the tenant's directory is this store's.
+    fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<super::Tree>> {
+        match self.base.list_tree(&self.inner(dir)) {
+            // The tenant's root exists from the start, empty.
+            Err(StoreError::NotFound { .. }) if dir.is_root() => Ok(Some(super::Tree::new())),
+            other => other.map_err(|e| self.outer(e)),
+        }
+    }
+
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
         if path.is_root() {
             return Err(StoreError::delete_root(path));

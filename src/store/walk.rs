@@ -5,8 +5,56 @@
 //! for it, and it holds no store handle between steps (each directory is
 //! listed once, into memory), so it never has more than one directory open.
 
+use std::collections::HashMap;
+
 use super::{DirEntry, EntryKind, MemoryStore, StoreResult};
 use crate::path::MemoryPath;
+
+/// Every entry below one directory, at every depth, grouped by the
+/// directory holding it: what [`MemoryStore::list_tree`] returns, so a
+/// store that can read a whole tree at once (one query) spares a walk its
+/// listing of each directory.
+///
+/// Directories are named by their path below the tree's top, components
+/// joined by `/` (`""` for the top itself), so a wrapper that moves paths
+/// (a tenant's directory) passes a tree through unchanged.
+#[derive(Debug, Default)]
+pub struct Tree {
+    dirs: HashMap<String, Vec<DirEntry>>,
+}
+
+impl Tree {
+    /// An empty tree (an empty directory).
+    pub fn new() -> Self {
+        Tree::default()
+    }
+
+    /// Adds `entry`, a child of the directory at `parent` (its path below
+    /// the top, `""` for the top). Every directory an entry names as its
+    /// parent must be in the tree as an entry of its own parent, or the
+    /// walk never reaches it; a directory with no entries need not be
+    /// named.
+    pub fn push(&mut self, parent: &str, entry: DirEntry) {
+        match self.dirs.get_mut(parent) {
+            Some(children) => children.push(entry),
+            None => {
+                self.dirs.insert(parent.to_owned(), vec![entry]);
+            }
+        }
+    }
+
+    /// The children of the directory at `parent`, taken out (a walk lists
+    /// each directory once).
+    pub(crate) fn take(&mut self, parent: &str) -> Vec<DirEntry> {
+        self.dirs.remove(parent).unwrap_or_default()
+    }
+
+    /// Whether every directory's children have been taken.
+    #[cfg(feature = "conformance")]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.dirs.is_empty()
+    }
+}
 
 /// One step of a [`walk`], in depth-first order: a directory's `Enter`,
 /// then its children, then its `Leave`.
@@ -84,6 +132,10 @@ pub fn walk<S: MemoryStore + ?Sized>(
 /// empty instead of ending the walk: its `Enter` and `Leave` still come.
 /// For directory views and statistics, where one unreadable subdirectory
 /// must not hide every other file.
+///
+/// For visitors that only read: where the store can, the whole tree is
+/// read at once when the walk starts ([`MemoryStore::list_tree`]: one
+/// query on the SQL stores), not each directory when it is entered.
 pub fn walk_skipping_unlistable<S: MemoryStore + ?Sized>(
     store: &S,
     start: &MemoryPath,
@@ -97,7 +149,7 @@ fn walk_inner<S: MemoryStore + ?Sized>(
     store: &S,
     start: &MemoryPath,
     order: Order,
-    skip_unlistable: bool,
+    read_only: bool,
     visit: &mut dyn FnMut(Step<'_>) -> StoreResult<Flow>,
 ) -> StoreResult<()> {
     struct Frame {
@@ -105,19 +157,31 @@ fn walk_inner<S: MemoryStore + ?Sized>(
         depth: usize,
         children: std::vec::IntoIter<DirEntry>,
     }
-    let list = |dir: &MemoryPath| -> StoreResult<std::vec::IntoIter<DirEntry>> {
-        let mut children = store.list(dir)?;
-        if order == Order::ByName {
-            children.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        }
-        Ok(children.into_iter())
-    };
     let mut stack = Vec::new();
     let first = visit(Step::Enter {
         path: start,
         entry: None,
         depth: 0,
     })?;
+    // The whole tree, read when the start is entered, if the store reads
+    // it at once (for a visitor that only reads); else each directory is
+    // listed when entered.
+    let mut tree = match first {
+        Flow::Continue if read_only => store.list_tree(start)?,
+        _ => None,
+    };
+    let top = start.components().len();
+    let mut list = |dir: &MemoryPath| -> StoreResult<std::vec::IntoIter<DirEntry>> {
+        let mut children = match &mut tree {
+            Some(tree) => tree.take(&dir.components()[top..].join("/")),
+            None => store.list(dir)?,
+        };
+        if order == Order::ByName {
+            children.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        }
+        Ok(children.into_iter())
+    };
+    let skip_unlistable = read_only;
     let children = match first {
         Flow::Continue => list(start)?,
         Flow::Skip => Vec::new().into_iter(),

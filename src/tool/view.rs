@@ -130,17 +130,18 @@ impl<S: MemoryStore> MemoryTool<S> {
         })
         .map_err(|e| render::storage_failure(&e, &base))?;
         let mut out = render::directory_header(&base);
-        out.reserve(listing.chars.min(listing.budget.saturating_add(1)));
         let limit = self.config.view_output_limit;
+        // The rows kept, their sizes at most 8 characters (`1023.9K`) and
+        // a newline: one allocation for the whole listing, mostly.
+        out.reserve(listing.chars.min(limit.saturating_mul(4)) + 6 * listing.rows.len());
         let mut used = 0;
         let mut shown = 0;
         for (size, path, is_dir) in &listing.rows {
-            // Each row is written in place, and taken back if it does not
-            // fit (the first one always shows).
+            // Written in place, and taken back if it does not fit.
             let before = out.len();
             out.push('\n');
             let cost =
-                render::listing_line(&mut out, *size, path, *is_dir) + usize::from(shown > 0);
+                render::push_listing_line(&mut out, *size, path, *is_dir) + usize::from(shown > 0);
             if shown > 0 && used + cost > limit {
                 out.truncate(before);
                 break;

@@ -364,6 +364,12 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         })
     }
 
+    /// None: each listed name is decrypted and checked by [`list`](Self::list),
+    /// so a walk lists each directory through it.
+    fn list_tree(&self, _dir: &MemoryPath) -> StoreResult<Option<crate::store::Tree>> {
+        Ok(None)
+    }
+
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         let Some(ed) = self.enc(dir) else {
             return Err(StoreError::NotFound { path: dir.clone() });

@@ -342,6 +342,12 @@ impl MemoryStore for CloudStore {
         self.write_checked(path, data, mode)
     }
 
+    /// None: a walk lists each directory (one request each, as a
+    /// listing of the whole prefix would page through every object).
+    fn list_tree(&self, _dir: &MemoryPath) -> StoreResult<Option<crate::store::Tree>> {
+        Ok(None)
+    }
+
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         let (store, key) = (self.bucket(), self.layout.key(dir));
         let listed = match stash::take(self.io.id(), &key) {

@@ -86,6 +86,11 @@ pub(crate) trait Dialect {
     /// The driver's error.
     type Error: DriverError;
 
+    /// Each statement is a round trip to a server (PostgreSQL): fewer,
+    /// larger statements are cheaper. `false` for an embedded database
+    /// (SQLite), where simpler statements are.
+    const REMOTE: bool = false;
+
     /// Inserts directory `$2` (parent `$3`, name `$4`, modified `$5`) of
     /// tenant `$1` unless the row exists: `is_dir` true, no data, length
     /// and version 0.
@@ -105,6 +110,24 @@ pub(crate) trait Dialect {
     /// `None` where the dialect needs [`NEXT_VERSION`](Self::NEXT_VERSION)
     /// first.
     const UPSERT_FILE_NEXT: Option<&'static str> = None;
+
+    /// A whole write in one statement, where the dialect can (PostgreSQL's
+    /// data-modifying `WITH`): it reads the rows of file `$2`'s lineage
+    /// (the ancestors' and its own) of tenant `$1`, makes the checks of
+    /// the write (no ancestor a file; for mode `$6` 0, create, no row at
+    /// `$2`; 1, overwrite, none or a file; 2, update, a file at version
+    /// `$7`) and, when `$10` is not negative, of the size cap (the bytes
+    /// of the files in [`$8`, `$9`) (`$8` empty: all the tenant's), less
+    /// the file's it replaces, plus `$4`, at most `$10`), and only if all
+    /// pass inserts the missing directories and upserts the file (data
+    /// `$3`, length `$4`, modified `$5`, a fresh version).
+    ///
+    /// Rows: `(i, is_dir, len, version)` for each lineage row found, `i`
+    /// its depth (1 for the top); then one row `(0, written, total,
+    /// version)` with the cap's total (0 without a cap) and, if written,
+    /// the new version. The caller names the error from the rows, with
+    /// the checks it makes on every dialect.
+    const WRITE_CHECKED: Option<&'static str> = None;
 
     /// One row, one column: the length in bytes of the longest key of
     /// tenant `$1` in the range [`$2`, `$3`), or 0 (SQLite's `length`
@@ -197,6 +220,12 @@ pub(crate) trait Columns {
     fn text(&self, i: usize) -> Result<String, Self::Error>;
     /// A nullable binary column.
     fn bytes(&self, i: usize) -> Result<Option<Vec<u8>>, Self::Error>;
+    /// A text column, into `out` (replacing what it held), so a loop over
+    /// rows reuses one buffer instead of allocating a string per row.
+    fn text_into(&self, i: usize, out: &mut String) -> Result<(), Self::Error> {
+        *out = self.text(i)?;
+        Ok(())
+    }
 }
 
 /// Implements [`Columns`] for a driver's row type by its typed getter.
@@ -216,6 +245,18 @@ macro_rules! columns {
             }
             fn bytes(&self, i: usize) -> Result<Option<Vec<u8>>, $error> {
                 self.$get(i)
+            }
+            fn text_into(&self, i: usize, out: &mut String) -> Result<(), $error> {
+                let text = self.get_ref(i)?.as_str().map_err(|e| {
+                    rusqlite::Error::FromSqlConversionFailure(
+                        i,
+                        rusqlite::types::Type::Text,
+                        Box::new(e),
+                    )
+                })?;
+                out.clear();
+                out.push_str(text);
+                Ok(())
             }
         }
     };

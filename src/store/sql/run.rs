@@ -7,8 +7,8 @@ use super::ops::Entries;
 use super::{Backend, Commit, Fail, SqlStore};
 use crate::path::MemoryPath;
 use crate::store::{
-    Change, DirEntry, EntryKind, FileContent, Metadata, Quota, StoreError, StoreResult, Updated,
-    Version, WriteMode,
+    Change, DirEntry, EntryKind, FileContent, Metadata, Quota, StoreError, StoreResult, Tree,
+    Updated, Version, WriteMode,
 };
 
 /// Runs `f` on this tenant's entries through a plain connection.
@@ -75,6 +75,13 @@ pub(crate) fn write<B: Backend>(
 
 pub(crate) fn list<B: Backend>(s: &SqlStore<B>, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
     reading(s, dir, |e| e.list(dir))
+}
+
+pub(crate) fn list_tree<B: Backend>(
+    s: &SqlStore<B>,
+    dir: &MemoryPath,
+) -> StoreResult<Option<Tree>> {
+    reading(s, dir, |e| e.list_tree(dir))
 }
 
 pub(crate) fn delete<B: Backend>(s: &SqlStore<B>, path: &MemoryPath) -> StoreResult<()> {
@@ -177,6 +184,10 @@ macro_rules! sql_store {
             }
             fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
                 list(&self.0, dir)
+            }
+            /// One query (up to 10,000 entries).
+            fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<Tree>> {
+                list_tree(&self.0, dir)
             }
             fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
                 delete(&self.0, path)

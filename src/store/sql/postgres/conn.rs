@@ -195,6 +195,15 @@ impl Columns for PgRow {
             .try_get(i)
             .map_err(|e| PostgresError::Database(Box::new(e)))
     }
+    fn text_into(&self, i: usize, out: &mut String) -> Result<(), PostgresError> {
+        let text: &str = self
+            .0
+            .try_get(i)
+            .map_err(|e| PostgresError::Database(Box::new(e)))?;
+        out.clear();
+        out.push_str(text);
+        Ok(())
+    }
 }
 
 /// The driver's view of `params`.
@@ -212,8 +221,78 @@ fn params<'p>(params: &'p [Param<'_>]) -> Vec<&'p (dyn ToSql + Sync)> {
         .collect()
 }
 
+/// [`Dialect::WRITE_CHECKED`] in PostgreSQL: `parts` is the lineage of
+/// `$2` (each depth's key, parent and name, from `string_to_array`),
+/// `found` its rows, `verdict` the checks, in the order of
+/// `Entries::refusal` (an ancestor that is a file counts only above the
+/// first missing one).
+const WRITE_CHECKED: &str = r#"WITH parts AS (
+    SELECT i, array_to_string(s.p[1:i], '/') AS path,
+           array_to_string(s.p[1:i - 1], '/') AS parent, s.p[i] AS name,
+           cardinality(s.p) AS n
+    FROM string_to_array($2::text, '/') AS s(p), generate_series(1, cardinality(s.p)) AS i
+),
+found AS (
+    SELECT parts.i, e.is_dir, e.len, e.version
+    FROM claude_memory_entries e JOIN parts ON parts.path = e.path
+    WHERE e.tenant = $1 AND e.path = ANY (ARRAY(SELECT path FROM parts))
+),
+verdict AS (
+    SELECT q.total,
+        NOT EXISTS (
+            SELECT 1 FROM found f
+            WHERE NOT f.is_dir AND f.i < l.n
+              AND NOT EXISTS (SELECT 1 FROM parts p WHERE p.i < f.i AND p.i NOT IN (SELECT i FROM found))
+        )
+        AND CASE $6::bigint
+            WHEN 0 THEN t.is_dir IS NULL
+            WHEN 1 THEN t.is_dir IS DISTINCT FROM TRUE
+            ELSE t.is_dir IS FALSE AND t.version = $7::bigint
+        END
+        AND ($10::bigint < 0
+             OR GREATEST(q.total - CASE WHEN t.is_dir IS FALSE THEN t.len ELSE 0 END, 0) + $4::bigint <= $10::bigint)
+        AS ok
+    FROM (SELECT max(n) AS n FROM parts) l
+    LEFT JOIN found t ON t.i = l.n
+    CROSS JOIN (
+        SELECT CASE
+            WHEN $10::bigint < 0 THEN 0
+            WHEN $8::text = '' THEN (
+                SELECT CAST(COALESCE(SUM(len), 0) AS BIGINT) FROM claude_memory_entries
+                WHERE tenant = $1 AND NOT is_dir
+            )
+            ELSE (
+                SELECT CAST(COALESCE(SUM(len), 0) AS BIGINT) FROM claude_memory_entries
+                WHERE tenant = $1 AND NOT is_dir AND path >= $8::text AND path < $9::text
+            )
+        END AS total
+    ) q
+),
+dirs AS (
+    INSERT INTO claude_memory_entries (tenant, path, parent, name, is_dir, data, len, version, modified_ms)
+    SELECT $1, parts.path, parts.parent, parts.name, TRUE, NULL, 0, 0, $5::bigint
+    FROM parts, verdict
+    WHERE verdict.ok AND parts.i < parts.n AND parts.i NOT IN (SELECT i FROM found)
+    ON CONFLICT (tenant, path) DO NOTHING
+),
+file AS (
+    INSERT INTO claude_memory_entries (tenant, path, parent, name, is_dir, data, len, version, modified_ms)
+    SELECT $1, parts.path, parts.parent, parts.name, FALSE, $3::bytea, $4::bigint,
+           nextval('claude_memory_version'), $5::bigint
+    FROM parts, verdict
+    WHERE verdict.ok AND parts.i = parts.n
+    ON CONFLICT (tenant, path) DO UPDATE SET data = EXCLUDED.data, len = EXCLUDED.len,
+        version = EXCLUDED.version, modified_ms = EXCLUDED.modified_ms
+    RETURNING version
+)
+SELECT CAST(i AS BIGINT), is_dir, len, version FROM found
+UNION ALL
+SELECT 0, EXISTS (SELECT 1 FROM file), total, COALESCE((SELECT version FROM file), 0) FROM verdict"#;
+
 impl Dialect for Pg<'_> {
     type Error = PostgresError;
+
+    const REMOTE: bool = true;
 
     const INSERT_DIR: &'static str = "INSERT INTO claude_memory_entries (tenant, path, parent, name, is_dir, data, len, version, modified_ms)
         VALUES ($1, $2, $3, $4, TRUE, NULL, 0, 0, $5) ON CONFLICT (tenant, path) DO NOTHING";
@@ -233,6 +312,14 @@ impl Dialect for Pg<'_> {
     );
 
     const NEXT_VERSION: &'static str = "SELECT nextval('claude_memory_version')";
+
+    // One statement, so a write is one round trip with `BEGIN`, the lock
+    // and `COMMIT`. Its data-modifying arms run once whether referenced
+    // or not, and see the rows as the statement's snapshot, taken after
+    // the lock: `dirs` inserts only the missing ancestors, `file` upserts,
+    // both only if `verdict` passed. The cap's sum is an init plan, run
+    // only when `$10` asks for it.
+    const WRITE_CHECKED: Option<&'static str> = Some(WRITE_CHECKED);
 
     fn fetch_opt<T>(
         &mut self,
@@ -280,8 +367,11 @@ enum TxState {
     Lost,
     /// Lost at `BEGIN`: nothing ran, the mutation may start over.
     LostAtBegin,
-    /// Ended without effect by the `COMMIT` sent behind a failed last
-    /// statement: nothing to roll back.
+    /// Ended by the `COMMIT` sent behind the last statement, but not
+    /// committed by the caller: that statement failed (the server rolled
+    /// the transaction back), or it changed nothing and the caller
+    /// returned an error (a refused write, a delete of nothing). Nothing
+    /// to roll back either way.
     Ended,
 }
 
@@ -291,7 +381,7 @@ impl Drop for PgTx<'_> {
             self.state.set(TxState::LostAtBegin);
         } else if self.pg.lost {
             self.state.set(TxState::Lost);
-        } else if self.pg.ended == Some(false) {
+        } else if self.pg.ended.is_some() && self.state.get() == TxState::Open {
             self.state.set(TxState::Ended);
         }
     }
@@ -299,11 +389,13 @@ impl Drop for PgTx<'_> {
 
 impl Dialect for PgTx<'_> {
     type Error = PostgresError;
+    const REMOTE: bool = true;
     const INSERT_DIR: &'static str = Pg::INSERT_DIR;
     const UPSERT_FILE: &'static str = Pg::UPSERT_FILE;
     const UPSERT_FILE_NEXT: Option<&'static str> = Pg::UPSERT_FILE_NEXT;
     const NEXT_VERSION: &'static str = Pg::NEXT_VERSION;
     const LONGEST_KEY: &'static str = Pg::LONGEST_KEY;
+    const WRITE_CHECKED: Option<&'static str> = Pg::WRITE_CHECKED;
 
     fn fetch_opt<T>(
         &mut self,
@@ -444,8 +536,12 @@ impl Db {
         durability: Durability,
         mut f: impl FnMut(PgTx<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
+        // Generic plans for the transaction's prepared statements: the
+        // server would otherwise plan WRITE_CHECKED again at every
+        // execution (its generic plan is costed on guessed row counts and
+        // never looks cheaper), which takes longer than running it.
         let begin = format!(
-            "BEGIN; SELECT pg_advisory_xact_lock(hashtextextended({}, 0)){}",
+            "BEGIN; SET LOCAL plan_cache_mode TO force_generic_plan; SELECT pg_advisory_xact_lock(hashtextextended({}, 0)){}",
             literal(&format!("claude-memory:{tenant}")),
             match durability {
                 Durability::Synced => "",
