@@ -14,7 +14,8 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use claude_memory::{MemoryTool, PostgresStore, TenantId};
+use claude_memory::history::{HistoryStore, PostgresLog};
+use claude_memory::{MemoryStore, MemoryTool, PostgresStore, TenantId};
 use serde_json::{Value, json};
 
 /// What the relay has seen.
@@ -83,7 +84,22 @@ fn main() {
     let store = PostgresStore::connect(&proxied, 1)
         .expect("connect")
         .for_tenant(&tenant);
-    let tool = MemoryTool::new(store);
+    println!("Without history:\n");
+    table(&MemoryTool::new(store), &wire);
+    // History on, as `--history` on a postgres:// store builds it: the
+    // log in the same database, reached through the same relay.
+    let tenant = TenantId::parse(&format!("trips-h-{}", std::process::id())).expect("tenant");
+    let store = PostgresStore::connect(&proxied, 1)
+        .expect("connect")
+        .for_tenant(&tenant);
+    let log = PostgresLog::connect(&proxied, tenant.as_str()).expect("log");
+    let history = HistoryStore::open(store, Arc::new(log)).expect("history");
+    println!("\nWith history (PostgresLog in the same database):\n");
+    table(&MemoryTool::new(history), &wire);
+}
+
+/// Counts each command's round trips through `tool`, as a table.
+fn table<S: MemoryStore>(tool: &MemoryTool<S>, wire: &Wire) {
     let run_as = |cmd: &Value, fails: bool| {
         let r = tool.dispatch(cmd);
         assert_eq!(r.is_error, fails, "{cmd}: {:?}", r.text());
