@@ -158,6 +158,33 @@ impl<S: MemoryStore> EncryptedStore<S> {
             .map_err(|e| self.outer(e, &[(&journal, from)]))
     }
 
+    /// Moves a journal that finishing left (something could not be
+    /// moved) from the fixed name to a name of its own, re-sealed for it,
+    /// so that the next open still takes it up but the writes of this
+    /// process do not: each write finishes only the fixed name's journal,
+    /// and taking a left one up again at every write would move files the
+    /// model made in the left source since (a create answered at one path,
+    /// then found at another), and would keep the fixed name taken, so
+    /// every later rename would fail its journal's create as "already
+    /// exists". Written before the fixed one goes: a kill between leaves
+    /// two journals of one move, and finishing it twice does nothing more.
+    fn set_aside(&self, fixed: &MemoryPath, body: &[u8]) -> Result<(), CryptError> {
+        let mut id = [0u8; 8];
+        getrandom::getrandom(&mut id).map_err(|e| CryptError::Random(e.to_string()))?;
+        let name = format!("{JOURNAL_PREFIX}{}", super::record::hex_encode(&id));
+        let Some(path) = MemoryPath::root().join(&name) else {
+            return Err(CryptError::Record("a move journal's name is not valid"));
+        };
+        let sealed = self.keys().sealers[0].seal(body, &self.journal_context(&name))?;
+        self.inner()
+            .write(&path, &sealed, WriteMode::Create)
+            .map_err(CryptError::Store)?;
+        match self.inner().delete(fixed) {
+            Ok(()) | Err(StoreError::NotFound { .. }) => Ok(()),
+            Err(e) => Err(CryptError::Store(e)),
+        }
+    }
+
     fn write_journal(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<MemoryPath> {
         // A process whose key is being rotated away writes no journal (it
         // would be sealed under a key the rotation retires).
@@ -549,6 +576,9 @@ impl<S: MemoryStore> EncryptedStore<S> {
                 .map_err(CryptError::Store)?;
             if copied.left > 0 {
                 left += copied.left;
+                if entry.name == LOCKED_JOURNAL {
+                    self.set_aside(&path, &body)?;
+                }
                 continue;
             }
             match self.inner().delete(&path) {
