@@ -32,6 +32,28 @@ struct Hooked {
     inner: FilesystemStore,
     writes: AtomicUsize,
     hook: Mutex<Option<Hook>>,
+    /// Writes of these paths fail as on a full disk.
+    refuse: fn(&MemoryPath) -> bool,
+}
+
+fn refuse_none(_: &MemoryPath) -> bool {
+    false
+}
+
+/// A journal name other than the fixed one (where a left journal is set
+/// aside).
+fn an_aside_journal(path: &MemoryPath) -> bool {
+    path.components().len() == 1
+        && path.components()[0].starts_with("_claude-memory-move-")
+        && path.components()[0] != "_claude-memory-move-0"
+}
+
+fn full_disk(path: &MemoryPath) -> claude_memory::StoreError {
+    claude_memory::StoreError::io(
+        claude_memory::store::Op::Write,
+        path,
+        std::io::Error::from_raw_os_error(28),
+    )
 }
 
 impl Hooked {
@@ -58,6 +80,9 @@ impl MemoryStore for Hooked {
         self.inner.open(path)
     }
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        if (self.refuse)(path) {
+            return Err(full_disk(path));
+        }
         let out = self.inner.write(path, data, mode)?;
         self.after_write(path);
         Ok(out)
@@ -185,6 +210,7 @@ fn rename_killed_after_first_copy(dir: &Path, key: &Key) {
                 panic!("killed after the first copy");
             }
         }))),
+        refuse: refuse_none,
     };
     let mover = EncryptedStore::open(hooked, Keyring::new(key.clone())).expect("open");
     let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -288,6 +314,28 @@ fn a_file_created_in_a_left_source_is_not_moved_by_the_next_open() {
         Some("made after the move\n"),
         "the created file moved without a command: {now:?}"
     );
+}
+
+/// A full disk where finishing would set a left journal aside: the
+/// store still opens, and a delete (what frees room) still works.
+#[test]
+fn a_full_disk_when_setting_a_left_journal_aside_refuses_no_delete() {
+    let s = setup();
+    let source = raw_source_dir(&s.dir);
+    rename_killed_after_first_copy(&s.dir, &s.key);
+    damage_one_source_file(&source);
+    let hooked = Hooked {
+        inner: FilesystemStore::open(&s.dir).expect("fs"),
+        writes: AtomicUsize::new(0),
+        hook: Mutex::new(None),
+        refuse: an_aside_journal,
+    };
+    let tool = MemoryTool::new(
+        EncryptedStore::open(hooked, Keyring::new(s.key.clone()))
+            .expect("the store opens on a full disk"),
+    );
+    let out = tool.dispatch(&json!({"command": "delete", "path": "/memories/x.md"}));
+    assert!(!out.is_error, "{:?}", out.content);
 }
 
 /// On the same store, every later rename (of anything) must still work:

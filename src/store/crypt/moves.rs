@@ -576,8 +576,12 @@ impl<S: MemoryStore> EncryptedStore<S> {
                 .map_err(CryptError::Store)?;
             if copied.left > 0 {
                 left += copied.left;
+                // Best effort: where the aside copy cannot be written (a
+                // full disk) the journal stays at the fixed name, taken up
+                // again by the next write, rather than this write (maybe a
+                // delete freeing room) being refused for it.
                 if entry.name == LOCKED_JOURNAL {
-                    self.set_aside(&path, &body)?;
+                    let _ = self.set_aside(&path, &body);
                 }
                 continue;
             }
