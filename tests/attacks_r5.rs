@@ -546,3 +546,118 @@ fn a_changed_format_byte_answers_the_integrity_error() {
         );
     }
 }
+
+// ---------------------------------------------------------------------
+// 4. SIGKILL at random points of directory renames.
+// ---------------------------------------------------------------------
+
+const MOVER: &str = "CLAUDE_MEMORY_R5_MOVER";
+
+/// The mover: renames `/memories/d` to `/memories/e` and back, forever,
+/// until killed.
+#[test]
+fn child_mover() {
+    let Ok(spec) = std::env::var(MOVER) else {
+        return;
+    };
+    let (dir, key) = spec.split_once('|').expect("spec");
+    let tool = MemoryTool::new(handle(Path::new(dir), &Key::from_file(key).expect("key")));
+    println!("ready");
+    loop {
+        for (a, b) in [("d", "e"), ("e", "d")] {
+            tool.dispatch(&json!({"command": "rename",
+                "old_path": format!("/memories/{a}"), "new_path": format!("/memories/{b}")}));
+        }
+    }
+}
+
+/// A directory of 20 files renamed back and forth by a process killed by
+/// SIGKILL at random moments, 15 times: after each kill the next open
+/// finishes the move, and every file is then in exactly one of the two
+/// directories, all in the same one, with its content; no journal stays.
+#[test]
+fn directory_renames_killed_at_random_moments_leave_each_file_once() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    if std::env::var_os(MOVER).is_some() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("dir");
+    let dir = tmp.path().join("store");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let key_file = tmp.path().join("key");
+    Key::generate_file(&key_file).expect("key");
+    let key = Key::from_file(&key_file).expect("key");
+    {
+        let store = handle(&dir, &key);
+        for n in 0..20 {
+            store
+                .write(
+                    &p(&format!("/memories/d/s{}/f{n}.md", n % 4)),
+                    format!("file {n}\n").as_bytes(),
+                    WriteMode::Create,
+                )
+                .expect("write");
+        }
+    }
+    let spec = format!("{}|{}", dir.display(), key_file.display());
+    let mut seed = 0x2545_F491_4F6C_DD1D_u64;
+    let mut mid_move = 0;
+    for round in 0..15 {
+        let exe = std::env::current_exe().expect("this test binary");
+        let mut child = Command::new(exe)
+            .args([
+                "--exact",
+                "child_mover",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env(MOVER, &spec)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the mover");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        while !line.contains("ready") {
+            line.clear();
+            if stdout.read_line(&mut line).expect("read") == 0 {
+                panic!("round {round}: the mover stopped before it was ready");
+            }
+        }
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::thread::sleep(Duration::from_millis(5 + seed % 200));
+        child.kill().expect("SIGKILL");
+        let _ = child.wait();
+        mid_move += usize::from(dir.join("_claude-memory-move-0").exists());
+        let store = handle(&dir, &key);
+        let now = files(&store);
+        let tops: std::collections::BTreeSet<&str> =
+            now.keys().filter_map(|k| k.split('/').nth(2)).collect();
+        assert_eq!(tops.len(), 1, "round {round}: {now:?}");
+        assert_eq!(now.len(), 20, "round {round}: {now:?}");
+        for n in 0..20 {
+            let top = tops.iter().next().copied().unwrap_or_default();
+            assert_eq!(
+                now.get(&format!("/memories/{top}/s{}/f{n}.md", n % 4))
+                    .map(String::as_str),
+                Some(format!("file {n}\n").as_str()),
+                "round {round}: {now:?}"
+            );
+        }
+        assert!(
+            !std::fs::read_dir(&dir)
+                .expect("read_dir")
+                .filter_map(Result::ok)
+                .any(|e| e
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("_claude-memory-move-")),
+            "round {round}: a journal stayed"
+        );
+    }
+    println!("15 SIGKILLs, {mid_move} inside a move");
+}
