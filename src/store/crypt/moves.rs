@@ -31,6 +31,12 @@ const JOURNAL_CONTEXT: &[u8] = b"claude-memory move journal";
 struct Journal {
     from: String,
     to: String,
+    /// Set when finishing left entries behind (see `set_aside`): the
+    /// source paths left, the only ones a later finish moves (files or
+    /// directories, with what is below them), so a file made in the
+    /// source since is not moved. Absent: the whole of `from`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    only: Option<Vec<String>>,
 }
 
 /// How a tree is copied: by a live move (every destination new: one that
@@ -54,7 +60,7 @@ struct Copied {
     dirs: Vec<(MemoryPath, MemoryPath)>,
     /// Source entries left where they are (finishing only): unreadable,
     /// damaged, planted, or different from a destination that exists.
-    left: usize,
+    left: Vec<MemoryPath>,
 }
 
 /// Marks a handle as moving (see `Keys::moving`) until dropped, also when
@@ -129,7 +135,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
         StoreError::check_depth(from, to, below)?;
         let journal = self.write_journal(from, to)?;
         let mut copied = Copied::default();
-        if let Err(e) = self.copy_tree(from, to, Copying::Live, &mut copied) {
+        if let Err(e) = self.copy_tree(from, to, Copying::Live, None, &mut copied) {
             // All or nothing (SPEC §7): a copy that failed part way (a
             // full disk, a store gone away, a destination another writer
             // made) is undone: what it wrote goes, and nothing else (not
@@ -159,7 +165,9 @@ impl<S: MemoryStore> EncryptedStore<S> {
     }
 
     /// Moves a journal that finishing left (something could not be
-    /// moved) from the fixed name to a name of its own, re-sealed for it,
+    /// moved) from the fixed name to a name of its own, re-sealed for it
+    /// and listing only the entries `left` (a later finish moves those,
+    /// not a file the model made in the source since),
     /// so that the next open still takes it up but the writes of this
     /// process do not: each write finishes only the fixed name's journal,
     /// and taking a left one up again at every write would move files the
@@ -168,14 +176,25 @@ impl<S: MemoryStore> EncryptedStore<S> {
     /// every later rename would fail its journal's create as "already
     /// exists". Written before the fixed one goes: a kill between leaves
     /// two journals of one move, and finishing it twice does nothing more.
-    fn set_aside(&self, fixed: &MemoryPath, body: &[u8]) -> Result<(), CryptError> {
+    fn set_aside(
+        &self,
+        fixed: &MemoryPath,
+        journal: &Journal,
+        left: &[MemoryPath],
+    ) -> Result<(), CryptError> {
+        let body = serde_json::to_vec(&Journal {
+            from: journal.from.clone(),
+            to: journal.to.clone(),
+            only: Some(left.iter().map(MemoryPath::normalized).collect()),
+        })
+        .map_err(|_| CryptError::Record("a move journal is not valid"))?;
         let mut id = [0u8; 8];
         getrandom::getrandom(&mut id).map_err(|e| CryptError::Random(e.to_string()))?;
         let name = format!("{JOURNAL_PREFIX}{}", super::record::hex_encode(&id));
         let Some(path) = MemoryPath::root().join(&name) else {
             return Err(CryptError::Record("a move journal's name is not valid"));
         };
-        let sealed = self.keys().sealers[0].seal(body, &self.journal_context(&name))?;
+        let sealed = self.keys().sealers[0].seal(&body, &self.journal_context(&name))?;
         self.inner()
             .write(&path, &sealed, WriteMode::Create)
             .map_err(CryptError::Store)?;
@@ -211,6 +230,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
         let body = serde_json::to_vec(&Journal {
             from: from.normalized(),
             to: to.normalized(),
+            only: None,
         })
         .map_err(|e| StoreError::Backend {
             path: from.clone(),
@@ -241,6 +261,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
         from: &MemoryPath,
         to: &MemoryPath,
         how: Copying,
+        only: Option<&[MemoryPath]>,
         copied: &mut Copied,
     ) -> StoreResult<()> {
         let Some(meta) = self.stat(from)? else {
@@ -287,11 +308,19 @@ impl<S: MemoryStore> EncryptedStore<S> {
                     if walk_skipping_unlistable(self, from, Order::AsListed, visit).is_err() {
                         // The source itself cannot be listed: all of it
                         // stays, the journal too.
-                        copied.left += 1;
+                        copied.left.push(from.clone());
                         return Ok(());
                     }
                 }
             }
+        }
+        if let Some(only) = only {
+            let listed = |p: &MemoryPath| {
+                only.iter()
+                    .any(|o| p.components().starts_with(o.components()))
+            };
+            files.retain(|f| listed(f));
+            empty_dirs.retain(|d| listed(d));
         }
         for file in &files {
             let Some(dest) = map(file) else { continue };
@@ -299,7 +328,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
                 Ok(c) => c,
                 Err(e) if how == Copying::Live => return Err(e),
                 Err(_) => {
-                    copied.left += 1;
+                    copied.left.push(file.clone());
                     continue;
                 }
             };
@@ -315,10 +344,10 @@ impl<S: MemoryStore> EncryptedStore<S> {
                     // holds nothing the destination does not.
                     match self.read(&dest, super::read::MAX_FILE_BYTES) {
                         Ok(there) if there.data == content.data => copied.moved.push(file.clone()),
-                        _ => copied.left += 1,
+                        _ => copied.left.push(file.clone()),
                     }
                 }
-                Err(_) => copied.left += 1,
+                Err(_) => copied.left.push(file.clone()),
             }
         }
         for dir in &empty_dirs {
@@ -335,7 +364,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
             match self.inner().list(&es) {
                 Ok(entries) if entries.is_empty() => {}
                 Ok(_) | Err(_) if how == Copying::Finishing => {
-                    copied.left += 1;
+                    copied.left.push(dir.clone());
                     continue;
                 }
                 Ok(_) => continue,
@@ -346,7 +375,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
                 Err(e) if how == Copying::Live => {
                     return Err(self.outer(e, &[(&es, dir), (&ed, &dest)]));
                 }
-                Err(_) => copied.left += 1,
+                Err(_) => copied.left.push(dir.clone()),
             }
         }
         Ok(())
@@ -390,14 +419,14 @@ impl<S: MemoryStore> EncryptedStore<S> {
     /// Deletes the source files a copy moved, then the source's
     /// directories that are empty now, deepest first (all of the source
     /// when nothing was left behind).
-    fn delete_moved(&self, from: &MemoryPath, copied: &Copied) -> StoreResult<()> {
+    fn delete_moved(&self, from: &MemoryPath, copied: &Copied, partial: bool) -> StoreResult<()> {
         for file in &copied.moved {
             match self.delete(file) {
                 Ok(()) | Err(StoreError::NotFound { .. }) => {}
                 Err(e) => return Err(e),
             }
         }
-        if copied.left > 0 {
+        if partial || !copied.left.is_empty() {
             let mut dirs: Vec<MemoryPath> = copied
                 .moved
                 .iter()
@@ -570,18 +599,28 @@ impl<S: MemoryStore> EncryptedStore<S> {
             ) else {
                 return Err(CryptError::Record("a move journal names an invalid path"));
             };
+            let only = match &journal.only {
+                None => None,
+                Some(paths) => Some(
+                    paths
+                        .iter()
+                        .map(|p| MemoryPath::from_stored(p))
+                        .collect::<Option<Vec<_>>>()
+                        .ok_or(CryptError::Record("a move journal names an invalid path"))?,
+                ),
+            };
             let mut copied = Copied::default();
-            self.copy_tree(&from, &to, Copying::Finishing, &mut copied)
-                .and_then(|()| self.delete_moved(&from, &copied))
+            self.copy_tree(&from, &to, Copying::Finishing, only.as_deref(), &mut copied)
+                .and_then(|()| self.delete_moved(&from, &copied, only.is_some()))
                 .map_err(CryptError::Store)?;
-            if copied.left > 0 {
-                left += copied.left;
+            if !copied.left.is_empty() {
+                left += copied.left.len();
                 // Best effort: where the aside copy cannot be written (a
                 // full disk) the journal stays at the fixed name, taken up
                 // again by the next write, rather than this write (maybe a
                 // delete freeing room) being refused for it.
                 if entry.name == LOCKED_JOURNAL {
-                    let _ = self.set_aside(&path, &body);
+                    let _ = self.set_aside(&path, &journal, &copied.left);
                 }
                 continue;
             }
