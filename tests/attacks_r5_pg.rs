@@ -291,3 +291,92 @@ fn views_at_the_tree_listing_bound_read_as_the_in_memory_stores() {
         }
     }
 }
+
+/// An edit racing a rename of its file's directory, from two pools: the
+/// edit lands before the move (and moves with the file) or after it (and
+/// finds no file): an edit that answered success is in the file at one
+/// of the two paths.
+#[test]
+fn an_edit_racing_a_rename_of_its_directory_is_not_lost() {
+    let Some(url) = url() else { return };
+    let t = tenant("edit-rename");
+    let open = || {
+        MemoryTool::new(
+            PostgresStore::connect(&url, 2)
+                .expect("connect")
+                .for_tenant(&t),
+        )
+    };
+    let (one, two) = (open(), open());
+    for i in 0..30 {
+        let (from, to) = (format!("/memories/r{i}"), format!("/memories/moved/r{i}"));
+        let made = one.dispatch(&json!({"command": "create",
+            "path": format!("{from}/f.md"), "file_text": "alpha\n"}));
+        assert!(!made.is_error, "{made:?}");
+        let (edit, moved) = std::thread::scope(|scope| {
+            let edit = scope.spawn(|| {
+                one.dispatch(&json!({"command": "str_replace",
+                    "path": format!("{from}/f.md"), "old_str": "alpha", "new_str": "EDITED"}))
+            });
+            let moved = scope.spawn(|| {
+                two.dispatch(&json!({"command": "rename", "old_path": from, "new_path": to}))
+            });
+            (edit.join().expect("edit"), moved.join().expect("rename"))
+        });
+        assert!(!moved.is_error, "{moved:?}");
+        let shown = one.dispatch(&json!({"command": "view", "path": format!("{to}/f.md")}));
+        assert!(!shown.is_error, "{shown:?}");
+        let gone = one.dispatch(&json!({"command": "view", "path": format!("{from}/f.md")}));
+        assert!(gone.is_error, "the file is at both paths: {gone:?}");
+        if !edit.is_error {
+            assert!(
+                shown.text().unwrap_or_default().contains("EDITED"),
+                "round {i}: the edit answered {edit:?} but the moved file is {shown:?}"
+            );
+        }
+    }
+}
+
+/// A tree with hidden names, non-ASCII names, names that sort between a
+/// directory and its children in byte order (`a.b`, `a-b`, `a0` beside
+/// `a/…`) and a sibling directory whose name extends another's: the
+/// PostgreSQL view (one tree query) is the in-memory store's.
+#[test]
+fn a_tree_of_awkward_names_views_as_the_in_memory_store() {
+    let Some(url) = url() else { return };
+    let t = tenant("names");
+    let pg = MemoryTool::new(
+        PostgresStore::connect(&url, 2)
+            .expect("connect")
+            .for_tenant(&t),
+    );
+    let mem = MemoryTool::new(InMemoryStore::new());
+    let names = [
+        "a/x.md",
+        "a/.hidden.md",
+        "a/b/deep.md",
+        "a.b",
+        "a-b/y.md",
+        "a0",
+        "ab/z.md",
+        "café/é.md",
+        "日本/語.md",
+        ".dotdir/inside.md",
+        "a/b c/sp.md",
+        "A/upper.md",
+    ];
+    for n in names {
+        let c = json!({"command": "create", "path": format!("/memories/{n}"), "file_text": n});
+        assert_eq!(text(&pg.dispatch(&c)), text(&mem.dispatch(&c)), "{n}");
+    }
+    for path in [
+        "/memories",
+        "/memories/a",
+        "/memories/a/b",
+        "/memories/café",
+        "/memories/ab",
+    ] {
+        let v = json!({"command": "view", "path": path});
+        assert_eq!(text(&pg.dispatch(&v)), text(&mem.dispatch(&v)), "{path}");
+    }
+}
