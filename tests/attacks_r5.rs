@@ -661,3 +661,55 @@ fn directory_renames_killed_at_random_moments_leave_each_file_once() {
     }
     println!("15 SIGKILLs, {mid_move} inside a move");
 }
+
+// ---------------------------------------------------------------------
+// 5. A rekey racing another handle's renames.
+// ---------------------------------------------------------------------
+
+/// One handle (the old key only) renames a directory back and forth
+/// while another (new key first, old second) rotates the key: once the
+/// rotation is done, the store opens with the new key alone, every file
+/// is there once with its content, and no journal is left that the new
+/// key cannot open.
+#[test]
+fn a_rekey_racing_directory_renames_leaves_every_file_once_under_the_new_key() {
+    let s = setup();
+    let new = Key::generate().expect("key");
+    let mover = handle(&s.dir, &s.key);
+    let rotator = EncryptedStore::open(
+        FilesystemStore::open(&s.dir).expect("fs"),
+        Keyring::new(new.clone()).with(s.key.clone()),
+    )
+    .expect("open with both keys");
+    let report = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for _ in 0..40 {
+                for (a, b) in [("d", "e"), ("e", "d")] {
+                    let _ =
+                        mover.rename(&p(&format!("/memories/{a}")), &p(&format!("/memories/{b}")));
+                }
+            }
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        rotator.rekey().map_err(|e| e.to_string())
+    });
+    drop((mover, rotator));
+    let report = report.expect("rekey");
+    let store = match EncryptedStore::open(
+        FilesystemStore::open(&s.dir).expect("fs"),
+        Keyring::new(new.clone()),
+    ) {
+        Ok(store) => store,
+        Err(e) => panic!("after rekey ({report:?}) the store does not open with the new key: {e}"),
+    };
+    let now = files(&store);
+    assert_eq!(now.len(), 4, "{now:?}");
+    for name in ["a", "b", "c"] {
+        let at: Vec<_> = now
+            .iter()
+            .filter(|(k, _)| k.ends_with(&format!("/{name}.md")))
+            .collect();
+        assert_eq!(at.len(), 1, "{name}: {now:?}");
+        assert_eq!(at[0].1, &format!("d/{name} alpha\n"), "{now:?}");
+    }
+}
