@@ -338,6 +338,67 @@ fn a_full_disk_when_setting_a_left_journal_aside_refuses_no_delete() {
     assert!(!out.is_error, "{:?}", out.content);
 }
 
+/// A killed move of a tree of 80 files at deep paths (about 1,000 bytes
+/// each), then every source file damaged: the list of what finishing
+/// left is longer than a journal may be, and the store must still open
+/// (again and again) and finish the move once the damage is gone.
+#[test]
+fn many_deep_entries_left_by_a_finish_do_not_stop_the_store_opening() {
+    let tmp = tempfile::tempdir().expect("dir");
+    let dir = tmp.path().join("store");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let key = Key::generate().expect("key");
+    let deep = vec!["c".repeat(120); 7].join("/");
+    {
+        let store = handle(&dir, &key);
+        for n in 0..80 {
+            store
+                .write(
+                    &p(&format!("/memories/d/{deep}/{}{n:03}.md", "f".repeat(100))),
+                    b"deep file\n",
+                    WriteMode::Create,
+                )
+                .expect("write");
+        }
+    }
+    let source = raw_source_dir(&dir);
+    rename_killed_after_first_copy(&dir, &key);
+    let mut damaged = 0;
+    let mut stack = vec![source.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)
+            .expect("read_dir")
+            .filter_map(Result::ok)
+        {
+            if e.file_type().expect("type").is_dir() {
+                stack.push(e.path());
+            } else {
+                let mut bytes = std::fs::read(e.path()).expect("read");
+                let last = bytes.len() - 1;
+                bytes[last] ^= 1;
+                std::fs::write(e.path(), &bytes).expect("write");
+                damaged += 1;
+            }
+        }
+    }
+    assert_eq!(damaged, 80);
+    for round in 0..2 {
+        let opened = EncryptedStore::open(
+            FilesystemStore::open(&dir).expect("fs"),
+            Keyring::new(key.clone()),
+        );
+        assert!(
+            opened.is_ok(),
+            "open {round}: {}",
+            opened.err().map(|e| e.to_string()).unwrap_or_default()
+        );
+    }
+    std::fs::remove_dir_all(&source).expect("rm");
+    let store = handle(&dir, &key);
+    let now = files(&store);
+    assert!(now.keys().all(|k| k.starts_with("/memories/e/")), "{now:?}");
+}
+
 /// On the same store, every later rename (of anything) must still work:
 /// the journal left behind must not take the name a new move journals
 /// under.

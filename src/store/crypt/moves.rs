@@ -26,6 +26,8 @@ const JOURNAL_PREFIX: &str = "_claude-memory-move-";
 /// killed process left with one `stat`).
 const LOCKED_JOURNAL: &str = "_claude-memory-move-0";
 const JOURNAL_CONTEXT: &[u8] = b"claude-memory move journal";
+/// The most of a journal that is read: a larger one is refused (planted).
+const JOURNAL_MAX_BYTES: u64 = 1 << 16;
 
 #[derive(Serialize, Deserialize)]
 struct Journal {
@@ -182,12 +184,23 @@ impl<S: MemoryStore> EncryptedStore<S> {
         journal: &Journal,
         left: &[MemoryPath],
     ) -> Result<(), CryptError> {
-        let body = serde_json::to_vec(&Journal {
+        let mut body = serde_json::to_vec(&Journal {
             from: journal.from.clone(),
             to: journal.to.clone(),
             only: Some(left.iter().map(MemoryPath::normalized).collect()),
         })
         .map_err(|_| CryptError::Record("a move journal is not valid"))?;
+        // A list too long to be read back (many deep entries left) would
+        // stop the store opening: the journal then names the whole source
+        // again, as a live move's does.
+        if body.len() as u64 + super::seal::OVERHEAD > JOURNAL_MAX_BYTES {
+            body = serde_json::to_vec(&Journal {
+                from: journal.from.clone(),
+                to: journal.to.clone(),
+                only: None,
+            })
+            .map_err(|_| CryptError::Record("a move journal is not valid"))?;
+        }
         let mut id = [0u8; 8];
         getrandom::getrandom(&mut id).map_err(|e| CryptError::Random(e.to_string()))?;
         let name = format!("{JOURNAL_PREFIX}{}", super::record::hex_encode(&id));
@@ -490,7 +503,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
             let Some(path) = root.join(&entry.name) else {
                 continue;
             };
-            let stored = match self.inner().read(&path, 1 << 16) {
+            let stored = match self.inner().read(&path, JOURNAL_MAX_BYTES) {
                 Ok(f) => f,
                 Err(StoreError::NotFound { .. }) => continue,
                 Err(e) => return Err(CryptError::Store(e)),
@@ -576,7 +589,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
             let Some(path) = root.join(&entry.name) else {
                 continue;
             };
-            let sealed = match self.inner().read(&path, 1 << 16) {
+            let sealed = match self.inner().read(&path, JOURNAL_MAX_BYTES) {
                 Ok(f) => f.data,
                 Err(StoreError::NotFound { .. }) => continue,
                 Err(e) => return Err(CryptError::Store(e)),
