@@ -380,3 +380,64 @@ fn a_tree_of_awkward_names_views_as_the_in_memory_store() {
         assert_eq!(text(&pg.dispatch(&v)), text(&mem.dispatch(&v)), "{path}");
     }
 }
+
+/// Six pools grow their own file by 100 bytes per `insert` under a
+/// 2,000-byte cap (the locked read, change and cap check of
+/// `update_within`): the total never passes the cap, and every insert
+/// that answered success is in its file.
+#[test]
+fn edits_racing_the_size_cap_never_pass_it() {
+    let Some(url) = url() else { return };
+    let t = tenant("cap-edit");
+    let config = Config::default().with_max_store_size(CAP);
+    let line = "y".repeat(99);
+    let landed: Vec<(String, usize)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..6)
+            .map(|w| {
+                let (url, t, config, line) = (url.clone(), t.clone(), config.clone(), line.clone());
+                scope.spawn(move || {
+                    let tool = MemoryTool::with_config(
+                        PostgresStore::connect(&url, 2)
+                            .expect("connect")
+                            .for_tenant(&t),
+                        config,
+                    );
+                    let path = format!("/memories/g{w}.md");
+                    let made =
+                        tool.dispatch(&json!({"command": "create", "path": path, "file_text": ""}));
+                    assert!(!made.is_error, "{made:?}");
+                    let mut ok = 0;
+                    for _ in 0..10 {
+                        let out = tool.dispatch(&json!({"command": "insert", "path": path,
+                            "insert_line": 0, "insert_text": line}));
+                        ok += usize::from(!out.is_error);
+                    }
+                    (path, ok)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("writer"))
+            .collect()
+    });
+    let store = PostgresStore::connect(&url, 2)
+        .expect("connect")
+        .for_tenant(&t);
+    let total = store.total_size().expect("total");
+    assert!(total <= CAP, "{total} bytes under a cap of {CAP}");
+    for (path, ok) in landed {
+        let data = store
+            .read(
+                &claude_memory::MemoryPath::parse(&path).expect("path"),
+                u64::MAX,
+            )
+            .expect("read")
+            .data;
+        assert_eq!(
+            data.len(),
+            ok * 100,
+            "{path}: {ok} inserts answered success"
+        );
+    }
+}
