@@ -26,11 +26,19 @@ const JOURNAL_PREFIX: &str = "_claude-memory-move-";
 /// killed process left with one `stat`).
 const LOCKED_JOURNAL: &str = "_claude-memory-move-0";
 const JOURNAL_CONTEXT: &[u8] = b"claude-memory move journal";
+/// The most of a journal that is read: a larger one is refused (planted).
+const JOURNAL_MAX_BYTES: u64 = 1 << 16;
 
 #[derive(Serialize, Deserialize)]
 struct Journal {
     from: String,
     to: String,
+    /// Set when finishing left entries behind (see `set_aside`): the
+    /// source paths left, the only ones a later finish moves (files or
+    /// directories, with what is below them), so a file made in the
+    /// source since is not moved. Absent: the whole of `from`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    only: Option<Vec<String>>,
 }
 
 /// How a tree is copied: by a live move (every destination new: one that
@@ -54,7 +62,7 @@ struct Copied {
     dirs: Vec<(MemoryPath, MemoryPath)>,
     /// Source entries left where they are (finishing only): unreadable,
     /// damaged, planted, or different from a destination that exists.
-    left: usize,
+    left: Vec<MemoryPath>,
 }
 
 /// Marks a handle as moving (see `Keys::moving`) until dropped, also when
@@ -129,7 +137,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
         StoreError::check_depth(from, to, below)?;
         let journal = self.write_journal(from, to)?;
         let mut copied = Copied::default();
-        if let Err(e) = self.copy_tree(from, to, Copying::Live, &mut copied) {
+        if let Err(e) = self.copy_tree(from, to, Copying::Live, None, &mut copied) {
             // All or nothing (SPEC §7): a copy that failed part way (a
             // full disk, a store gone away, a destination another writer
             // made) is undone: what it wrote goes, and nothing else (not
@@ -158,6 +166,57 @@ impl<S: MemoryStore> EncryptedStore<S> {
             .map_err(|e| self.outer(e, &[(&journal, from)]))
     }
 
+    /// Moves a journal that finishing left (something could not be
+    /// moved) from the fixed name to a name of its own, re-sealed for it
+    /// and listing only the entries `left` (a later finish moves those,
+    /// not a file the model made in the source since),
+    /// so that the next open still takes it up but the writes of this
+    /// process do not: each write finishes only the fixed name's journal,
+    /// and taking a left one up again at every write would move files the
+    /// model made in the left source since (a create answered at one path,
+    /// then found at another), and would keep the fixed name taken, so
+    /// every later rename would fail its journal's create as "already
+    /// exists". Written before the fixed one goes: a kill between leaves
+    /// two journals of one move, and finishing it twice does nothing more.
+    fn set_aside(
+        &self,
+        fixed: &MemoryPath,
+        journal: &Journal,
+        left: &[MemoryPath],
+    ) -> Result<(), CryptError> {
+        let mut body = serde_json::to_vec(&Journal {
+            from: journal.from.clone(),
+            to: journal.to.clone(),
+            only: Some(left.iter().map(MemoryPath::normalized).collect()),
+        })
+        .map_err(|_| CryptError::Record("a move journal is not valid"))?;
+        // A list too long to be read back (many deep entries left) would
+        // stop the store opening: the journal then names the whole source
+        // again, as a live move's does.
+        if body.len() as u64 + super::seal::OVERHEAD > JOURNAL_MAX_BYTES {
+            body = serde_json::to_vec(&Journal {
+                from: journal.from.clone(),
+                to: journal.to.clone(),
+                only: None,
+            })
+            .map_err(|_| CryptError::Record("a move journal is not valid"))?;
+        }
+        let mut id = [0u8; 8];
+        getrandom::getrandom(&mut id).map_err(|e| CryptError::Random(e.to_string()))?;
+        let name = format!("{JOURNAL_PREFIX}{}", super::record::hex_encode(&id));
+        let Some(path) = MemoryPath::root().join(&name) else {
+            return Err(CryptError::Record("a move journal's name is not valid"));
+        };
+        let sealed = self.keys().sealers[0].seal(&body, &self.journal_context(&name))?;
+        self.inner()
+            .write(&path, &sealed, WriteMode::Create)
+            .map_err(CryptError::Store)?;
+        match self.inner().delete(fixed) {
+            Ok(()) | Err(StoreError::NotFound { .. }) => Ok(()),
+            Err(e) => Err(CryptError::Store(e)),
+        }
+    }
+
     fn write_journal(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<MemoryPath> {
         // A process whose key is being rotated away writes no journal (it
         // would be sealed under a key the rotation retires).
@@ -184,6 +243,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
         let body = serde_json::to_vec(&Journal {
             from: from.normalized(),
             to: to.normalized(),
+            only: None,
         })
         .map_err(|e| StoreError::Backend {
             path: from.clone(),
@@ -214,6 +274,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
         from: &MemoryPath,
         to: &MemoryPath,
         how: Copying,
+        only: Option<&[MemoryPath]>,
         copied: &mut Copied,
     ) -> StoreResult<()> {
         let Some(meta) = self.stat(from)? else {
@@ -260,11 +321,19 @@ impl<S: MemoryStore> EncryptedStore<S> {
                     if walk_skipping_unlistable(self, from, Order::AsListed, visit).is_err() {
                         // The source itself cannot be listed: all of it
                         // stays, the journal too.
-                        copied.left += 1;
+                        copied.left.push(from.clone());
                         return Ok(());
                     }
                 }
             }
+        }
+        if let Some(only) = only {
+            let listed = |p: &MemoryPath| {
+                only.iter()
+                    .any(|o| p.components().starts_with(o.components()))
+            };
+            files.retain(|f| listed(f));
+            empty_dirs.retain(|d| listed(d));
         }
         for file in &files {
             let Some(dest) = map(file) else { continue };
@@ -272,7 +341,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
                 Ok(c) => c,
                 Err(e) if how == Copying::Live => return Err(e),
                 Err(_) => {
-                    copied.left += 1;
+                    copied.left.push(file.clone());
                     continue;
                 }
             };
@@ -288,10 +357,10 @@ impl<S: MemoryStore> EncryptedStore<S> {
                     // holds nothing the destination does not.
                     match self.read(&dest, super::read::MAX_FILE_BYTES) {
                         Ok(there) if there.data == content.data => copied.moved.push(file.clone()),
-                        _ => copied.left += 1,
+                        _ => copied.left.push(file.clone()),
                     }
                 }
-                Err(_) => copied.left += 1,
+                Err(_) => copied.left.push(file.clone()),
             }
         }
         for dir in &empty_dirs {
@@ -308,7 +377,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
             match self.inner().list(&es) {
                 Ok(entries) if entries.is_empty() => {}
                 Ok(_) | Err(_) if how == Copying::Finishing => {
-                    copied.left += 1;
+                    copied.left.push(dir.clone());
                     continue;
                 }
                 Ok(_) => continue,
@@ -319,7 +388,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
                 Err(e) if how == Copying::Live => {
                     return Err(self.outer(e, &[(&es, dir), (&ed, &dest)]));
                 }
-                Err(_) => copied.left += 1,
+                Err(_) => copied.left.push(dir.clone()),
             }
         }
         Ok(())
@@ -363,14 +432,14 @@ impl<S: MemoryStore> EncryptedStore<S> {
     /// Deletes the source files a copy moved, then the source's
     /// directories that are empty now, deepest first (all of the source
     /// when nothing was left behind).
-    fn delete_moved(&self, from: &MemoryPath, copied: &Copied) -> StoreResult<()> {
+    fn delete_moved(&self, from: &MemoryPath, copied: &Copied, partial: bool) -> StoreResult<()> {
         for file in &copied.moved {
             match self.delete(file) {
                 Ok(()) | Err(StoreError::NotFound { .. }) => {}
                 Err(e) => return Err(e),
             }
         }
-        if copied.left > 0 {
+        if partial || !copied.left.is_empty() {
             let mut dirs: Vec<MemoryPath> = copied
                 .moved
                 .iter()
@@ -434,7 +503,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
             let Some(path) = root.join(&entry.name) else {
                 continue;
             };
-            let stored = match self.inner().read(&path, 1 << 16) {
+            let stored = match self.inner().read(&path, JOURNAL_MAX_BYTES) {
                 Ok(f) => f,
                 Err(StoreError::NotFound { .. }) => continue,
                 Err(e) => return Err(CryptError::Store(e)),
@@ -520,7 +589,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
             let Some(path) = root.join(&entry.name) else {
                 continue;
             };
-            let sealed = match self.inner().read(&path, 1 << 16) {
+            let sealed = match self.inner().read(&path, JOURNAL_MAX_BYTES) {
                 Ok(f) => f.data,
                 Err(StoreError::NotFound { .. }) => continue,
                 Err(e) => return Err(CryptError::Store(e)),
@@ -543,12 +612,29 @@ impl<S: MemoryStore> EncryptedStore<S> {
             ) else {
                 return Err(CryptError::Record("a move journal names an invalid path"));
             };
+            let only = match &journal.only {
+                None => None,
+                Some(paths) => Some(
+                    paths
+                        .iter()
+                        .map(|p| MemoryPath::from_stored(p))
+                        .collect::<Option<Vec<_>>>()
+                        .ok_or(CryptError::Record("a move journal names an invalid path"))?,
+                ),
+            };
             let mut copied = Copied::default();
-            self.copy_tree(&from, &to, Copying::Finishing, &mut copied)
-                .and_then(|()| self.delete_moved(&from, &copied))
+            self.copy_tree(&from, &to, Copying::Finishing, only.as_deref(), &mut copied)
+                .and_then(|()| self.delete_moved(&from, &copied, only.is_some()))
                 .map_err(CryptError::Store)?;
-            if copied.left > 0 {
-                left += copied.left;
+            if !copied.left.is_empty() {
+                left += copied.left.len();
+                // Best effort: where the aside copy cannot be written (a
+                // full disk) the journal stays at the fixed name, taken up
+                // again by the next write, rather than this write (maybe a
+                // delete freeing room) being refused for it.
+                if entry.name == LOCKED_JOURNAL {
+                    let _ = self.set_aside(&path, &journal, &copied.left);
+                }
                 continue;
             }
             match self.inner().delete(&path) {
