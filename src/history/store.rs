@@ -210,7 +210,11 @@ impl<S: MemoryStore> HistoryStore<S> {
                 v.file = v.id;
             }
         }
-        let dropped = self.unapplied(index, &newer)?;
+        let dropped = if self.log.locks_writers() {
+            self.unapplied(index, &newer)?
+        } else {
+            Vec::new()
+        };
         if !dropped.is_empty() {
             self.log.drop_versions(&dropped)?;
             let gone: HashSet<u64> = dropped.into_iter().collect();
@@ -237,7 +241,10 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// recorded on top of a phantom (an edit of a file the history thinks
     /// renamed away) and open's repair would later record the difference
     /// as anonymous `repair` versions. This is open's repair rule, run on
-    /// other writers' new versions only, so a lone writer reads nothing.
+    /// other writers' new versions only, so a lone writer reads nothing;
+    /// only on a log whose lock holds every writer off
+    /// ([`HistoryLog::locks_writers`]), since without it a version may be
+    /// a change another handle is still making.
     ///
     /// The look runs under the wrapped store's own lock
     /// ([`MemoryStore::exclusive`]), which first finishes what a killed
