@@ -984,7 +984,6 @@ fn a_history_serve_edit_racing_a_history_serve_rename_is_not_lost() {
 /// After the next open each file is in one place, every edit that
 /// answered success is in its file, and the history needed no repair.
 #[test]
-#[ignore = "known break (issue 19, open): a --history writer killed after appending a rename's versions but before the store moved anything leaves versions the next writer takes as done; the following open then records the renamed paths as deleted (the files themselves, and every edit, are intact)"]
 fn a_serve_rename_killed_while_another_serve_keeps_editing() {
     use std::io::{Read, Write};
     let mut seed = 0xD1B5_4A32_D192_ED03_u64;

@@ -88,6 +88,9 @@ impl HistoryLog for Watched {
     fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
         self.inner.load_after(after)
     }
+    fn locks_writers(&self) -> bool {
+        self.inner.locks_writers()
+    }
 }
 
 /// Attack: an operator's redact or prune looked at the log, then changed

@@ -621,6 +621,12 @@ impl HistoryLog for FileLog {
         self.flush(&mut state)
     }
 
+    /// Yes, when writable: the lock file's `flock` (a read-only log takes
+    /// it shared, and writes nothing).
+    fn locks_writers(&self) -> bool {
+        !self.read_only && self.lock.is_some()
+    }
+
     fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
         self.locked(|state| {
             if state.staged.is_some() {

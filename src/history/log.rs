@@ -11,8 +11,10 @@ use super::{HistoryError, Revision};
 ///
 /// Appends are write-ahead: a [`HistoryStore`](super::HistoryStore)
 /// appends a change's versions *before* it makes the change and
-/// [`drop_versions`](Self::drop_versions) them if the change fails; the next
-/// open repairs what a crash left between the two.
+/// [`drop_versions`](Self::drop_versions) them if the change fails; what a
+/// crash left between the two is repaired by the next open, and versions a
+/// killed writer appended are checked against the store by the next writer
+/// to take the [`exclusive`](Self::exclusive) lock, before it builds on them.
 pub trait HistoryLog: Send + Sync {
     /// Appends `versions` in one step, giving each the next monotonic id
     /// (ids are never reused, across processes too).
@@ -83,6 +85,19 @@ pub trait HistoryLog: Send + Sync {
         all.retain(|v| v.id > after);
         Ok(all)
     }
+
+    /// Whether [`exclusive`](Self::exclusive) holds every other writer of
+    /// this log off, in every process and through every handle, from a
+    /// change's append until its change is made (the journal's and
+    /// SQLite's lock files, PostgreSQL's advisory lock). Only then is a
+    /// version another writer appended, seen under the lock, either done
+    /// or left by a writer that died, so a writer checks such versions
+    /// against the store and drops those it contradicts; without the lock
+    /// (the default, [`MemoryLog`]) it may be a change still under way,
+    /// and is taken as done.
+    fn locks_writers(&self) -> bool {
+        false
+    }
 }
 
 macro_rules! forward_log {
@@ -119,6 +134,9 @@ impl<T: HistoryLog + ?Sized> HistoryLog for $ty<T> {
     }
     fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
         (**self).load_after(after)
+    }
+    fn locks_writers(&self) -> bool {
+        (**self).locks_writers()
     }
 }
     )*};

@@ -23,6 +23,10 @@
 //! two steps) is dropped, and a change without a version (a file edited
 //! outside the history, or a version lost to a power cut) is recorded as a
 //! `repair` version; [`HistoryStore::repair_report`] says what was done.
+//! A writer already open that finds versions other writers appended checks
+//! them against the store the same way before it records its own change,
+//! so the versions of a writer killed before its change are dropped, never
+//! built on.
 //!
 //! ```
 //! use claude_memory::history::{HistoryStore, MemoryLog, Query};

@@ -35,7 +35,7 @@ pub(super) fn touched(v: &Revision) -> impl Iterator<Item = &String> {
 
 /// What version `v` left at `path` (one it touches): the content's
 /// sha256, or `None` (deleted, or renamed away).
-fn left_at<'a>(v: &'a Revision, path: &str) -> Option<&'a str> {
+pub(super) fn left_at<'a>(v: &'a Revision, path: &str) -> Option<&'a str> {
     if v.path == path && v.op != ChangeOp::Deleted {
         Some(&v.sha256)
     } else {

@@ -346,6 +346,12 @@ impl HistoryLog for PostgresLog {
         self.load_where(after)
     }
 
+    /// Yes: the scope's advisory lock, held by every writer's change
+    /// transaction.
+    fn locks_writers(&self) -> bool {
+        true
+    }
+
     fn records(&self) -> Result<Vec<Revision>, HistoryError> {
         self.select(0, false)
     }

@@ -429,6 +429,12 @@ impl HistoryLog for SqliteLog {
         self.with(|conn| self.load_after_from(conn, after))
     }
 
+    /// Yes, with a lock file (a database file); an in-memory database has
+    /// none (one connection, one process).
+    fn locks_writers(&self) -> bool {
+        self.lock.is_some()
+    }
+
     fn records(&self) -> Result<Vec<Revision>, HistoryError> {
         self.with(|conn| self.select(conn, 0, false))
     }

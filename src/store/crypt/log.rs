@@ -167,6 +167,10 @@ impl<L: HistoryLog> HistoryLog for SealedLog<L> {
         self.inner.exclusive(change)
     }
 
+    fn locks_writers(&self) -> bool {
+        self.inner.locks_writers()
+    }
+
     fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
         let mut out = self.inner.load_after(after)?;
         for v in &mut out {

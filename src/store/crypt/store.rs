@@ -593,7 +593,12 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         })
     }
 
-    /// The wrapped store's lock, as its `rename` holds it.
+    /// The wrapped store's lock, as its `rename` holds it; where the
+    /// wrapped store locks its writers, a move a killed process left is
+    /// finished first (as before every encrypted write), so what `f` looks
+    /// at is never a half-moved tree (a history writer checking another
+    /// writer's rename versions against the store keeps those of a move
+    /// that is then finished).
     fn exclusive(
         &self,
         path: &MemoryPath,
@@ -601,7 +606,10 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
     ) -> StoreResult<()> {
         let stored = self.enc(path).unwrap_or_else(MemoryPath::root);
         self.inner
-            .exclusive(&stored, f)
+            .exclusive(&stored, &mut || {
+                self.finish_pending_locked(path)?;
+                f()
+            })
             .map_err(|e| self.outer(e, &[(&stored, path)]))
     }
 
