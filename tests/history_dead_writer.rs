@@ -154,6 +154,9 @@ impl MemoryStore for Stall {
     fn locks_writers(&self) -> bool {
         self.0.locks_writers()
     }
+    fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<claude_memory::store::Tree>> {
+        self.0.list_tree(dir)
+    }
 }
 
 /// The tool call the dead writer makes in round `op`.
