@@ -16,14 +16,30 @@ use crate::store::{Op, StoreError, StoreResult};
 #[derive(Debug)]
 pub(super) struct StoreLock(Option<Shared>);
 
+/// After the OS lock is taken: `Ok(None)` if the lock file's name still
+/// names the file locked, else the file it names now (made again if a
+/// local process deleted it), to lock instead.
+pub(super) type Recheck = Box<dyn Fn(&File) -> io::Result<Option<File>> + Send + Sync>;
+
 /// The lock file, and which thread holds it how many times over.
-#[derive(Debug)]
 struct Shared {
-    file: File,
+    /// Only the owning thread touches it (the mutex is never waited on).
+    file: Mutex<File>,
+    recheck: Option<Recheck>,
     owner: Mutex<Owner>,
     /// Signalled when the lock is let go.
     free: Condvar,
 }
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").finish_non_exhaustive()
+    }
+}
+
+/// How many times a lock file found replaced is opened and locked again
+/// before giving up (a local process replacing it in a loop).
+const RELOCKS: usize = 16;
 
 #[derive(Debug, Default)]
 struct Owner {
@@ -32,10 +48,22 @@ struct Owner {
 }
 
 impl StoreLock {
-    /// The lock of a store whose lock file is `file` (`None`: read-only).
+    /// The lock of a store whose lock file is `file` (`None`: read-only),
+    /// with no recheck (Windows, where a lock file deleted while held is
+    /// not looked for yet).
+    #[cfg_attr(unix, allow(dead_code))]
     pub(super) fn new(file: Option<File>) -> Self {
+        Self::with_recheck(file, None)
+    }
+
+    /// As [`new`](Self::new), with a check run after each OS lock: a lock
+    /// file a local process deleted or replaced while another handle held
+    /// it would otherwise let this handle lock a different file, and two
+    /// handles would write at once.
+    pub(super) fn with_recheck(file: Option<File>, recheck: Option<Recheck>) -> Self {
         StoreLock(file.map(|file| Shared {
-            file,
+            file: Mutex::new(file),
+            recheck,
             owner: Mutex::new(Owner::default()),
             free: Condvar::new(),
         }))
@@ -77,7 +105,7 @@ impl StoreLock {
         owner.thread = Some(me);
         owner.depth = 1;
         drop(owner);
-        if let Err(e) = shared.file.lock() {
+        if let Err(e) = shared.lock_os() {
             shared.let_go(false);
             return Err(StoreError::io(Op::Lock, path, e));
         }
@@ -86,6 +114,32 @@ impl StoreLock {
 }
 
 impl Shared {
+    /// Takes the OS lock on the lock file, and (with a recheck) again on
+    /// the file its name names now, until the two are the same.
+    fn lock_os(&self) -> io::Result<()> {
+        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        for _ in 0..RELOCKS {
+            file.lock()?;
+            let Some(recheck) = &self.recheck else {
+                return Ok(());
+            };
+            match recheck(&file) {
+                Ok(None) => return Ok(()),
+                Ok(Some(now)) => {
+                    let _ = file.unlock();
+                    *file = now;
+                }
+                Err(e) => {
+                    let _ = file.unlock();
+                    return Err(e);
+                }
+            }
+        }
+        Err(io::Error::other(
+            "the store's lock file keeps being replaced",
+        ))
+    }
+
     /// One hold less; the last lets the OS lock go (if it was taken) and
     /// wakes a waiting thread.
     fn let_go(&self, locked: bool) {
@@ -95,7 +149,11 @@ impl Shared {
             if locked {
                 // A drop cannot report an error; the OS lock also ends
                 // when the store closes its lock file.
-                let _ = self.file.unlock();
+                let _ = self
+                    .file
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .unlock();
             }
             owner.thread = None;
             self.free.notify_one();

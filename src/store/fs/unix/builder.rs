@@ -89,7 +89,11 @@ impl FilesystemStoreBuilder {
             }
             Some(File::from(lock))
         };
-        let lock = StoreLock::new(lock);
+        let recheck = match &lock {
+            Some(_) => Some(lock_recheck(sys::dup_dir(root.as_fd())?)),
+            None => None,
+        };
+        let lock = StoreLock::with_recheck(lock, recheck);
         let read_only = lock.is_read_only();
         let store = FilesystemStore {
             root_path: self.root,
@@ -108,4 +112,28 @@ impl FilesystemStoreBuilder {
         }
         Ok(store)
     }
+}
+
+/// The check after each `flock` (see [`StoreLock::with_recheck`]): the
+/// name `.claude-memory.lock` in the root must still be the file locked
+/// (same device and inode); if a local process deleted or replaced it, the
+/// name is opened again (made if missing, no link followed, a regular
+/// file) and that file is locked instead.
+fn lock_recheck(root: std::os::fd::OwnedFd) -> super::super::lock::Recheck {
+    Box::new(move |locked: &File| {
+        let ours = rustix::fs::fstat(locked)?;
+        match rustix::fs::statat(&root, LOCK_FILE, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(now) if now.st_ino == ours.st_ino && now.st_dev == ours.st_dev => return Ok(None),
+            // Gone, or another file: open what the name says now.
+            Ok(_) | Err(rustix::io::Errno::NOENT) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let lock = sys::open_lock_file(root.as_fd(), LOCK_FILE)?;
+        if !sys::file_type(lock.as_fd())?.is_file() {
+            return Err(io::Error::other(
+                "the store's lock file is not a regular file",
+            ));
+        }
+        Ok(Some(File::from(lock)))
+    })
 }
