@@ -128,7 +128,14 @@ fn lock_recheck(root: std::os::fd::OwnedFd) -> super::super::lock::Recheck {
             Ok(_) | Err(rustix::io::Errno::NOENT) => {}
             Err(e) => return Err(e.into()),
         }
-        let lock = sys::open_lock_file(root.as_fd(), LOCK_FILE)?;
+        let lock = match sys::open_lock_file(root.as_fd(), LOCK_FILE) {
+            Ok(lock) => lock,
+            // The root itself is gone (removed from under the store): no
+            // handle can make a lock file there either, so the file held
+            // still excludes them all, and the write reports what fails.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
         if !sys::file_type(lock.as_fd())?.is_file() {
             return Err(io::Error::other(
                 "the store's lock file is not a regular file",
