@@ -157,6 +157,44 @@ mod postgres {
     });
 }
 
+/// The log on the store's own pool (`PostgresLog::for_store`, the CLI's):
+/// each change and its version in one transaction. A pool of one
+/// connection: the hosted change holds it, and everything the change
+/// reads (the store, the log) goes through it.
+#[cfg(feature = "postgres")]
+mod postgres_hosted {
+    use super::*;
+    use claude_memory::history::PostgresLog;
+    use claude_memory::{PostgresStore, TenantId};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    static N: AtomicU64 = AtomicU64::new(0);
+
+    claude_memory::history_conformance_tests!(|run| {
+        let Ok(url) = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL") else {
+            assert!(
+                std::env::var_os("CLAUDE_MEMORY_REQUIRE_POSTGRES").is_none(),
+                "CLAUDE_MEMORY_REQUIRE_POSTGRES is set but CLAUDE_MEMORY_TEST_POSTGRES_URL is not"
+            );
+            eprintln!("skipped: set CLAUDE_MEMORY_TEST_POSTGRES_URL to run the PostgreSQL tests");
+            return;
+        };
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let id = format!(
+            "hh{}-{}-{nanos}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let store = PostgresStore::connect(&url, 1)
+            .expect("connect")
+            .for_tenant(&TenantId::parse(&id).expect("tenant id"));
+        let log: Arc<dyn HistoryLog> = Arc::new(PostgresLog::for_store(&store, &id).expect("log"));
+        run(&store, &|| Arc::clone(&log));
+    });
+}
+
 /// Times humantime cannot print never panic (a restore to 1926, a
 /// corrupt log's far-future time).
 #[test]

@@ -97,7 +97,7 @@ fn sqlite_separate() -> Setup {
 /// A PostgreSQL store on a scope of its own per configuration and round
 /// set (the tenant's tables are the store's; history scopes by tenant).
 #[cfg(feature = "postgres")]
-fn postgres(history: bool) -> Setup {
+fn postgres(history: Option<bool>) -> Setup {
     Box::new(move |dir| {
         let url = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL").expect("url");
         let tenant = format!(
@@ -113,15 +113,20 @@ fn postgres(history: bool) -> Setup {
         let store = claude_memory::PostgresStore::connect(&url, 4)
             .expect("connect")
             .for_tenant(&id);
-        if history {
-            let log = claude_memory::history::PostgresLog::connect(&url, &tenant).expect("log");
-            let store = HistoryStore::open(store, log).expect("history");
-            let tool = MemoryTool::new(store.with_label("bench"));
-            Box::new(move |r| round(&tool, r))
-        } else {
-            let tool = MemoryTool::new(store);
-            Box::new(move |r| round(&tool, r))
-        }
+        // `Some(true)`: the log on the store's pool (`for_store`, the
+        // CLI's), each version in its change's transaction; `Some(false)`:
+        // a log with a pool of its own (`connect`).
+        let log = match history {
+            None => {
+                let tool = MemoryTool::new(store);
+                return Box::new(move |r| round(&tool, r));
+            }
+            Some(true) => claude_memory::history::PostgresLog::for_store(&store, &tenant),
+            Some(false) => claude_memory::history::PostgresLog::connect(&url, &tenant),
+        };
+        let store = HistoryStore::open(store, log.expect("log")).expect("history");
+        let tool = MemoryTool::new(store.with_label("bench"));
+        Box::new(move |r| round(&tool, r))
     })
 }
 
@@ -185,7 +190,17 @@ fn main() {
     if std::env::var_os("CLAUDE_MEMORY_TEST_POSTGRES_URL").is_some() {
         compare(
             "PostgreSQL",
-            vec![("off", postgres(false)), ("on", postgres(true))],
+            vec![
+                ("off", postgres(None)),
+                (
+                    "on (`PostgresLog::for_store`: the CLI's)",
+                    postgres(Some(true)),
+                ),
+                (
+                    "on (`PostgresLog::connect`: a pool of its own)",
+                    postgres(Some(false)),
+                ),
+            ],
         );
     } else {
         println!("skipped PostgreSQL: set CLAUDE_MEMORY_TEST_POSTGRES_URL (.ci/postgres.sh)");

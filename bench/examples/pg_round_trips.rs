@@ -87,12 +87,12 @@ fn main() {
     println!("Without history:\n");
     table(&MemoryTool::new(store), &wire);
     // History on, as `--history` on a postgres:// store builds it: the
-    // log in the same database, reached through the same relay.
+    // log on the store's own pool (one connection), through the same relay.
     let tenant = TenantId::parse(&format!("trips-h-{}", std::process::id())).expect("tenant");
     let store = PostgresStore::connect(&proxied, 1)
         .expect("connect")
         .for_tenant(&tenant);
-    let log = PostgresLog::connect(&proxied, tenant.as_str()).expect("log");
+    let log = PostgresLog::for_store(&store, tenant.as_str()).expect("log");
     let history = HistoryStore::open(store, Arc::new(log)).expect("history");
     println!("\nWith history (PostgresLog in the same database):\n");
     table(&MemoryTool::new(history), &wire);

@@ -112,9 +112,13 @@ fn sqlite_log(_: &std::path::Path, _: &str) -> Result<Box<dyn HistoryLog>, Failu
 
 #[cfg(feature = "postgres")]
 fn postgres_log(url: &str, scope: &str) -> Result<Box<dyn HistoryLog>, Failure> {
-    Ok(Box::new(
-        claude_memory::history::PostgresLog::connect(url, scope).map_err(failed)?,
-    ))
+    // On the store's own pool where this process opened it: each change
+    // and its version then commit in one transaction.
+    let log = match crate::store::opened_postgres(url) {
+        Some(store) => claude_memory::history::PostgresLog::for_store(&store, scope),
+        None => claude_memory::history::PostgresLog::connect(url, scope),
+    };
+    Ok(Box::new(log.map_err(failed)?))
 }
 
 #[cfg(not(feature = "postgres"))]

@@ -230,14 +230,39 @@ fn open_sqlite(
     ))
 }
 
+/// The PostgreSQL stores this process opened, by URL: the history log
+/// of one is made on its pool (`PostgresLog::for_store`), so each change
+/// and its version commit in one transaction.
+#[cfg(feature = "postgres")]
+static POSTGRES: std::sync::Mutex<Vec<(String, claude_memory::PostgresStore)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The store this process opened at `url`, if any (see [`POSTGRES`]).
+#[cfg(feature = "postgres")]
+pub fn opened_postgres(url: &str) -> Option<claude_memory::PostgresStore> {
+    let opened = POSTGRES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    opened
+        .iter()
+        .find(|(u, _)| u == url)
+        .map(|(_, s)| s.clone())
+}
+
 #[cfg(feature = "postgres")]
 fn open_postgres(url: &str, tenant: Option<&TenantId>) -> Result<Box<dyn MemoryStore>, Failure> {
-    let store = claude_memory::PostgresStore::connect(url, 2).map_err(|e| {
+    // Three connections: a change with history holds one for its whole
+    // transaction; reads of other threads (`serve`) use the others.
+    let store = claude_memory::PostgresStore::connect(url, 3).map_err(|e| {
         Failure::Failed(format!(
             "cannot connect to the PostgreSQL store: {}",
             with_causes(&e)
         ))
     })?;
+    POSTGRES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push((url.to_owned(), store.clone()));
     Ok(match tenant {
         Some(tenant) => Box::new(store.for_tenant(tenant)),
         None => Box::new(store),

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::PostgresStore;
-use crate::store::sql::{Dialect, Durability, Fail, Param};
+use crate::store::sql::{Dialect, Durability, Fail, Owned, Param};
 
 /// How long a compaction waits for the history table's exclusive lock
 /// before it vacuums in place instead (see `compact`).
@@ -56,7 +56,38 @@ fn non_empty(text: String) -> Option<String> {
 pub struct PostgresLog {
     db: PostgresStore,
     scope: String,
+    /// Made by [`for_store`](Self::for_store): the log shares the store's
+    /// pool, and each change's version commits in the change's own
+    /// transaction (see `exclusive`).
+    hosts: bool,
 }
+
+thread_local! {
+    /// The last id given out, by log, while this thread's `exclusive` of
+    /// that log hosts the change's transaction: under the writer lock no
+    /// other writer appends, so the next ids are known without asking.
+    static LAST: std::cell::RefCell<Vec<(usize, u64)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Takes this thread's `LAST` entry of a log off again, also on a panic.
+struct Hosted(usize);
+
+impl Drop for Hosted {
+    fn drop(&mut self) {
+        let key = self.0;
+        LAST.with(|l| {
+            let mut l = l.borrow_mut();
+            if let Some(i) = l.iter().rposition(|(k, _)| *k == key) {
+                l.remove(i);
+            }
+        });
+    }
+}
+
+const INSERT: &str = "INSERT INTO claude_memory_history (scope, id, file, op, path, from_path,
+     time_ns, actor, call, sha256, size, content, redacted, note)
+     VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, NULLIF($8, ''),
+             NULLIF($9, ''), $10, $11, $12, $13::BIGINT <> 0, NULLIF($14, ''))";
 
 impl std::fmt::Debug for PostgresLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -72,12 +103,30 @@ impl PostgresLog {
     /// store, else `""`).
     pub fn connect(url: &str, scope: &str) -> Result<Self, HistoryError> {
         let db = PostgresStore::connect(url, 2).map_err(db_error)?;
+        Self::connect_on(db, scope)
+    }
+
+    /// The log of `store`'s database, for `scope` (as
+    /// [`connect`](Self::connect)), on `store`'s own pool: give it the
+    /// store the [`HistoryStore`](super::super::HistoryStore) wraps (or a
+    /// clone, or another tenant of it). Then each change and its version
+    /// commit in one transaction, in the round trips of the change plus
+    /// one for the writer lock (a create: 2 instead of 6; `bench/benches/
+    /// history.rs` measures the time), and a crash can leave neither
+    /// half. Given another store, versions still commit, but after the
+    /// change instead of before it (a crash between the two leaves a
+    /// change the next open records as a repair).
+    pub fn for_store(store: &PostgresStore, scope: &str) -> Result<Self, HistoryError> {
+        let mut log = Self::connect_on(store.clone(), scope)?;
+        log.hosts = true;
+        Ok(log)
+    }
+
+    fn connect_on(db: PostgresStore, scope: &str) -> Result<Self, HistoryError> {
         db.transaction("\u{1}history-schema", |tx| {
             for statement in SCHEMA {
                 tx.run(statement, &[])?;
             }
-            // The scope's counter row marks that it keeps a history
-            // (see `exists`), even before its first version.
             tx.run(
                 "INSERT INTO claude_memory_history_ids (scope, last_id) VALUES ($1, 0)
                  ON CONFLICT (scope) DO NOTHING",
@@ -89,7 +138,84 @@ impl PostgresLog {
         Ok(PostgresLog {
             db,
             scope: scope.to_owned(),
+            hosts: false,
         })
+    }
+
+    /// This log's key in `LAST`.
+    fn key(&self) -> usize {
+        std::ptr::from_ref(self) as usize
+    }
+
+    /// The last id given out, while this thread hosts this log's change.
+    fn hosted_last(&self) -> Option<u64> {
+        if !self.hosts || !self.db.hosts() {
+            return None;
+        }
+        let key = self.key();
+        LAST.with(|l| {
+            l.borrow()
+                .iter()
+                .rev()
+                .find(|(k, _)| *k == key)
+                .map(|e| e.1)
+        })
+    }
+
+    fn set_hosted_last(&self, last: u64) {
+        let key = self.key();
+        LAST.with(|l| {
+            if let Some(e) = l.borrow_mut().iter_mut().rev().find(|(k, _)| *k == key) {
+                e.1 = last;
+            }
+        });
+    }
+
+    /// `versions` queued in the hosted transaction, with the ids after
+    /// `last` (the counter row set past them, in the same transaction).
+    fn append_hosted(&self, versions: &mut [Revision], last: u64) -> Result<bool, HistoryError> {
+        let text = |t: &Option<String>| Owned::Text(Some(t.clone().unwrap_or_default()));
+        let mut statements = Vec::with_capacity(versions.len() + 1);
+        let mut id = last;
+        for v in versions.iter() {
+            id += 1;
+            statements.push((
+                INSERT,
+                vec![
+                    Owned::Text(Some(self.scope.clone())),
+                    Owned::Int(i64_of(id)),
+                    Owned::Int(i64_of(v.file)),
+                    Owned::Text(Some(v.op.as_str().to_owned())),
+                    Owned::Text(Some(v.path.clone())),
+                    text(&v.from),
+                    Owned::Int(i64_of(to_nanos(v.time))),
+                    text(&v.actor),
+                    text(&v.call),
+                    Owned::Text(Some(v.sha256.clone())),
+                    Owned::Int(i64_of(v.size)),
+                    Owned::Bytes(v.content.clone()),
+                    Owned::Int(i64::from(v.redacted)),
+                    text(&v.note),
+                ],
+            ));
+        }
+        statements.push((
+            "UPDATE claude_memory_history_ids SET last_id = GREATEST(last_id, $2) WHERE scope = $1",
+            vec![
+                Owned::Text(Some(self.scope.clone())),
+                Owned::Int(i64_of(id)),
+            ],
+        ));
+        if !self.db.queue(statements).map_err(db_fail)? {
+            return Ok(false);
+        }
+        let mut next = last;
+        for v in versions.iter_mut() {
+            next += 1;
+            v.id = next;
+        }
+        self.set_hosted_last(id);
+        Ok(true)
     }
 
     /// Whether the database at `url` keeps a history for `scope` (a
@@ -119,6 +245,35 @@ impl PostgresLog {
         .map_err(db_fail)
     }
 
+    /// [`exclusive`](HistoryLog::exclusive) of a log on the store's pool:
+    /// the change lock's transaction is hosted (see
+    /// `store::sql::postgres::host`): the store's mutations on this
+    /// thread run in it, and appends and drops are queued in it, sent
+    /// with the change's statements, so both commit together. Round
+    /// trips: the lock and the last id (one), then the change's own.
+    fn exclusive_hosted(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
+        let mut ran = false;
+        self.db
+            .hosting(&format!("\u{1}history-change:{}", self.scope), |pg| {
+                let last = pg
+                    .fetch_opt(
+                        "SELECT last_id FROM claude_memory_history_ids WHERE scope = $1",
+                        &[Param::Text(&self.scope)],
+                        |r| r.int(0),
+                    )?
+                    .unwrap_or(0);
+                if !ran {
+                    ran = true;
+                    let key = self.key();
+                    LAST.with(|l| l.borrow_mut().push((key, u64_of(last))));
+                    let _hosted = Hosted(key);
+                    change(u64_of(last));
+                }
+                Ok(())
+            })
+            .map_err(db_fail)
+    }
+
     /// The advisory lock of this scope's appends.
     fn lock(&self) -> String {
         format!("\u{1}history:{}", self.scope)
@@ -132,7 +287,7 @@ impl PostgresLog {
     /// NULL in its place: the bytes never leave the server).
     fn select(&self, after: u64, content: bool) -> Result<Vec<Revision>, HistoryError> {
         self.db
-            .connection(|c| {
+            .hosted_or_own(|c| {
                 Ok(c.fetch_all(
                     if content {
                         "SELECT id, file, op, path, COALESCE(from_path, ''), time_ns,
@@ -171,6 +326,14 @@ impl PostgresLog {
 
 impl HistoryLog for PostgresLog {
     fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
+        if versions.is_empty() {
+            return Ok(());
+        }
+        if let Some(last) = self.hosted_last()
+            && self.append_hosted(versions, last)?
+        {
+            return Ok(());
+        }
         let count = i64_of(versions.len() as u64);
         // Unsynced: the store's change that follows commits synced on the
         // same server (the CLI's log is in the store's database), which
@@ -195,10 +358,7 @@ impl HistoryLog for PostgresLog {
                 for v in versions.iter() {
                     id += 1;
                     tx.run(
-                        "INSERT INTO claude_memory_history (scope, id, file, op, path, from_path,
-                         time_ns, actor, call, sha256, size, content, redacted, note)
-                         VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, NULLIF($8, ''),
-                                 NULLIF($9, ''), $10, $11, $12, $13::BIGINT <> 0, NULLIF($14, ''))",
+                        INSERT,
                         &[
                             Param::Text(&self.scope),
                             Param::Int(i64_of(id)),
@@ -235,6 +395,26 @@ impl HistoryLog for PostgresLog {
     }
 
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        if self.hosted_last().is_some() {
+            let statements = ids
+                .iter()
+                .map(|&id| {
+                    (
+                        "DELETE FROM claude_memory_history WHERE scope = $1 AND id = $2",
+                        vec![
+                            Owned::Text(Some(self.scope.clone())),
+                            Owned::Int(i64_of(id)),
+                        ],
+                    )
+                })
+                .collect();
+            if self.db.queue(statements).map_err(db_fail)? {
+                return Ok(());
+            }
+        }
         self.db
             .transaction(&self.lock(), |tx| {
                 for &id in ids {
@@ -323,6 +503,9 @@ impl HistoryLog for PostgresLog {
     /// lock every process writing this history takes) for the whole
     /// change; the appends run on the log's other connection.
     fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
+        if self.hosts {
+            return self.exclusive_hosted(change);
+        }
         let mut ran = false;
         self.db
             .transaction(&format!("\u{1}history-change:{}", self.scope), |tx| {

@@ -31,7 +31,7 @@ mod tls;
 use std::sync::Arc;
 
 #[cfg(feature = "postgres")]
-pub(crate) use postgres::Durability;
+pub(crate) use postgres::{Durability, Owned};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresBuilder, PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]

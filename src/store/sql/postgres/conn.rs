@@ -12,6 +12,7 @@ use tokio_postgres::types::ToSql;
 
 use super::super::{Backend, Columns, Commit, Dialect, Fail, Param};
 use super::PostgresError;
+use super::host;
 use super::pool::{ACTIVE, Db, Lent, wait};
 
 /// One pooled connection, as a [`Dialect`]: each statement is prepared
@@ -21,9 +22,9 @@ pub(crate) struct Pg<'c> {
     conn: &'c Object,
     /// A transaction's `BEGIN` and lock, not sent yet: they go out with
     /// the first statement, in the same round trip.
-    begin: Option<Begin<'c>>,
+    pub(super) begin: Option<Begin<'c>>,
     /// The connection died or stopped answering: close it.
-    lost: bool,
+    pub(super) lost: bool,
     /// It was found dead at `BEGIN`: nothing of the transaction ran.
     lost_at_begin: bool,
     /// The next statement is the transaction's last: `COMMIT` goes out
@@ -55,53 +56,97 @@ impl<'c> Pg<'c> {
         let e = self.db.error(e);
         if matches!(e, PostgresError::ConnectionLost(_)) || self.conn.is_closed() {
             self.lost = true;
+            host::lost(self.conn);
         }
         e
     }
 
     /// Waits for `fut`, a statement on this connection, sent after the
-    /// pending `BEGIN` if there is one (both in one round trip: requests
-    /// are sent in the order first polled, answered in order).
+    /// pending `BEGIN` if there is one, and after what a hosted
+    /// transaction on this connection has queued (see `host`): all in one
+    /// round trip, since requests are sent in the order first polled and
+    /// answered in order.
     fn answer<T>(
         &mut self,
         fut: impl Future<Output = Result<T, tokio_postgres::Error>>,
     ) -> Result<T, PostgresError> {
         let limit = self.db.settings.answer_deadline();
-        let mut begin = self.begin.take();
+        let conn = self.conn;
+        let (host_begin, queued) = host::take_queue(conn);
+        let mut ahead: Vec<Begin<'_>> = Vec::new();
+        if let Some(b) = &host_begin {
+            ahead.push(Box::pin(conn.batch_execute(b)));
+        }
+        // Where this transaction's own `BEGIN` is in `ahead`.
+        let own = self.begin.is_some().then_some(ahead.len());
+        if let Some(b) = self.begin.take() {
+            ahead.push(b);
+        }
+        for q in queued {
+            ahead.push(Box::pin(async move {
+                let params: Vec<&(dyn ToSql + Sync)> = q
+                    .params
+                    .iter()
+                    .map(|p| -> &(dyn ToSql + Sync) { &**p })
+                    .collect();
+                conn.execute(&q.statement, &params).await.map(|_| ())
+            }));
+        }
         let mut fut = pin!(fut);
-        let (mut began, mut answered) = (None, None);
-        let both = std::future::poll_fn(|cx| {
-            if let Some(b) = begin.as_mut()
-                && began.is_none()
-                && let Poll::Ready(r) = b.as_mut().poll(cx)
-            {
-                began = Some(r);
+        let mut done: Vec<Option<Result<(), tokio_postgres::Error>>> =
+            ahead.iter().map(|_| None).collect();
+        let mut answered = None;
+        let all = std::future::poll_fn(|cx| {
+            for (f, d) in ahead.iter_mut().zip(done.iter_mut()) {
+                if d.is_none()
+                    && let Poll::Ready(r) = f.as_mut().poll(cx)
+                {
+                    *d = Some(r);
+                }
             }
             if answered.is_none()
                 && let Poll::Ready(r) = fut.as_mut().poll(cx)
             {
                 answered = Some(r);
             }
-            let waiting_begin = begin.is_some() && began.is_none();
-            if matches!(began, Some(Err(_))) || (!waiting_begin && answered.is_some()) {
-                Poll::Ready((began.take(), answered.take()))
-            } else {
-                Poll::Pending
+            let failed = done.iter().position(|d| matches!(d, Some(Err(_))));
+            let waiting = done.iter().any(Option::is_none);
+            match failed {
+                Some(i) => Poll::Ready((Some((i, done[i].take())), None)),
+                None if !waiting && answered.is_some() => Poll::Ready((None, answered.take())),
+                None => Poll::Pending,
             }
         });
-        match wait(both, limit) {
-            Some((Some(Err(e)), _)) => {
+        match wait(all, limit) {
+            Some((Some((i, Some(Err(e)))), _)) => {
                 let e = self.fail(e);
-                self.lost_at_begin = self.lost;
+                if own == Some(i) && host_begin.is_none() {
+                    self.lost_at_begin = self.lost;
+                }
                 Err(e)
             }
-            Some((_, Some(Ok(v)))) => Ok(v),
-            Some((_, Some(Err(e)))) => Err(self.fail(e)),
-            Some((_, None)) | None => {
+            Some((None, Some(Ok(v)))) => Ok(v),
+            Some((None, Some(Err(e)))) => Err(self.fail(e)),
+            Some(_) | None => {
                 self.lost = true;
+                host::lost(conn);
                 Err(PostgresError::NoAnswer(limit))
             }
         }
+    }
+
+    /// Sends what a hosted transaction on this connection has queued, and
+    /// waits for it (nothing else goes with it).
+    pub(super) fn flush(&mut self) -> Result<(), PostgresError> {
+        self.answer(std::future::ready(Ok(())))
+    }
+
+    /// Ends the transaction with `sql` (`COMMIT` or `ROLLBACK`), sent on
+    /// its own.
+    fn end(&mut self, sql: &str) -> Result<(), PostgresError> {
+        let done = self.simple(sql);
+        host::ended(self.conn);
+        done
     }
 
     /// Runs the prepared (cached) statement `sql` through `run`; when it is
@@ -150,6 +195,7 @@ impl<'c> Pg<'c> {
             })
             .await
         });
+        host::ended(conn);
         match both {
             Ok((Ok(v), Ok(()))) => {
                 self.ended = Some(true);
@@ -434,7 +480,7 @@ impl Commit for PgTx<'_> {
                     "the transaction was rolled back".into(),
                 ));
             }
-            None => self.pg.simple("COMMIT")?,
+            None => self.pg.end("COMMIT")?,
         }
         self.state.set(TxState::Committed);
         Ok(())
@@ -442,7 +488,7 @@ impl Commit for PgTx<'_> {
 }
 
 /// `sql` text as a string literal.
-fn literal(s: &str) -> String {
+pub(super) fn literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
@@ -536,13 +582,16 @@ impl Db {
         durability: Durability,
         mut f: impl FnMut(PgTx<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
+        let lock = host::lock_sql(tenant);
+        if let Some((conn, begin)) = host::join(self.key(), &lock) {
+            return self.joined(&conn, &begin, f);
+        }
         // Generic plans for the transaction's prepared statements: the
         // server would otherwise plan WRITE_CHECKED again at every
         // execution (its generic plan is costed on guessed row counts and
         // never looks cheaper), which takes longer than running it.
         let begin = format!(
-            "BEGIN; SET LOCAL plan_cache_mode TO force_generic_plan; SELECT pg_advisory_xact_lock(hashtextextended({}, 0)){}",
-            literal(&format!("claude-memory:{tenant}")),
+            "BEGIN; SET LOCAL plan_cache_mode TO force_generic_plan; {lock}{}",
             match durability {
                 Durability::Synced => "",
                 Durability::Unsynced => "; SET LOCAL synchronous_commit TO OFF",
@@ -560,7 +609,7 @@ impl Db {
                 match state.get() {
                     TxState::Committed | TxState::Ended => lent.keep = true,
                     TxState::Lost | TxState::LostAtBegin => {}
-                    TxState::Open => lent.keep = Pg::new(self, conn).simple("ROLLBACK").is_ok(),
+                    TxState::Open => lent.keep = Pg::new(self, conn).end("ROLLBACK").is_ok(),
                 }
                 out
             };
@@ -570,5 +619,32 @@ impl Db {
             }
             attempt += 1;
         }
+    }
+
+    /// A mutation inside this thread's hosted transaction (see `host`) on
+    /// its connection `conn`: `begin` is its lock (and the transaction's
+    /// `BEGIN` when it starts one). It commits as any mutation does, with
+    /// what the host queued; it never starts over on another connection,
+    /// since the hosted one is the only one holding the hosted lock.
+    fn joined<T>(
+        &self,
+        conn: &Arc<Object>,
+        begin: &str,
+        mut f: impl FnMut(PgTx<'_>) -> Result<T, Fail>,
+    ) -> Result<T, Fail> {
+        let state = Cell::new(TxState::Open);
+        let mut pg = Pg::new(self, conn);
+        pg.begin = Some(Box::pin(conn.batch_execute(begin)));
+        let out = f(PgTx { pg, state: &state });
+        match state.get() {
+            TxState::Committed | TxState::Ended => host::ended(conn),
+            TxState::Lost | TxState::LostAtBegin => host::lost(conn),
+            TxState::Open => {
+                if Pg::new(self, conn).end("ROLLBACK").is_err() {
+                    host::lost(conn);
+                }
+            }
+        }
+        out
     }
 }
