@@ -174,17 +174,20 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// index up with what other processes recorded meanwhile: a change, and
     /// the look at the store it is recorded from, is never interleaved with
     /// another process's change or an opener's repair.
+    ///
+    /// `f` may run twice ([`HistoryLog::exclusive_guessing`]): the log
+    /// rolls back what the first run did in the store and the log before
+    /// the second. The file index is changed only by a run's success, so
+    /// a run the log rolled back (which failed) left it as it was.
     pub(super) fn serialized<T>(
         &self,
         path: &MemoryPath,
-        f: impl FnOnce(&mut Index) -> StoreResult<T>,
+        mut f: impl FnMut(&mut Index) -> StoreResult<T>,
     ) -> StoreResult<T> {
         let mut index = self.lock();
-        let mut f = Some(f);
         let mut out = None;
         self.log
-            .exclusive(&mut |last| {
-                let Some(f) = f.take() else { return };
+            .exclusive_guessing(&mut |last| {
                 if let Err(e) = self.catch_up(&mut index, last) {
                     out = Some(Err(log_failure(path, e)));
                     return;
@@ -436,7 +439,7 @@ impl<S: MemoryStore> HistoryStore<S> {
         path: &MemoryPath,
         data: &[u8],
         mode: WriteMode,
-        apply: impl FnOnce() -> StoreResult<Version>,
+        mut apply: impl FnMut() -> StoreResult<Version>,
     ) -> StoreResult<Version> {
         self.serialized(path, |index| {
             // A create needs no look first: if something is there, the
@@ -474,7 +477,7 @@ impl<S: MemoryStore> HistoryStore<S> {
                     vec![self.revision(op, key, None, file, data)]
                 }
             };
-            self.change(index, path, versions, apply)
+            self.change(index, path, versions, &mut apply)
         })
     }
 
@@ -488,7 +491,7 @@ impl<S: MemoryStore> HistoryStore<S> {
         &self,
         path: &MemoryPath,
         change: &mut Change<'_>,
-        apply: impl FnOnce(&mut Change<'_>) -> StoreResult<Updated>,
+        mut apply: impl FnMut(&mut Change<'_>) -> StoreResult<Updated>,
     ) -> StoreResult<Updated> {
         self.serialized(path, |index| {
             let key = path.normalized();

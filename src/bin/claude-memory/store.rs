@@ -237,14 +237,16 @@ fn open_sqlite(
 static POSTGRES: std::sync::Mutex<Vec<(String, claude_memory::PostgresStore)>> =
     std::sync::Mutex::new(Vec::new());
 
-/// The store this process opened at `url`, if any (see [`POSTGRES`]).
+/// The store this process opened last at `url`, if any (see [`POSTGRES`]).
 #[cfg(feature = "postgres")]
 pub fn opened_postgres(url: &str) -> Option<claude_memory::PostgresStore> {
     let opened = POSTGRES
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // The newest: the one the command wraps in its history next.
     opened
         .iter()
+        .rev()
         .find(|(u, _)| u == url)
         .map(|(_, s)| s.clone())
 }

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::PostgresStore;
-use crate::store::sql::{Dialect, Durability, Fail, Owned, Param};
+use crate::store::sql::{Dialect, Durability, Fail, Owned, Param, Queue};
 
 /// How long a compaction waits for the history table's exclusive lock
 /// before it vacuums in place instead (see `compact`).
@@ -60,6 +60,13 @@ pub struct PostgresLog {
     /// pool, and each change's version commits in the change's own
     /// transaction (see `exclusive`).
     hosts: bool,
+    /// The last id as this log last saw it, under the writer lock: the
+    /// guess of [`exclusive_guessing`](HistoryLog::exclusive_guessing).
+    last_seen: std::sync::atomic::AtomicU64,
+    /// A hosted change was joined by the store's mutations: the store
+    /// this log records is on its pool, so a guessed change's every
+    /// effect is in the hosted transaction and is rolled back with it.
+    joined: std::sync::atomic::AtomicBool,
 }
 
 thread_local! {
@@ -88,6 +95,21 @@ const INSERT: &str = "INSERT INTO claude_memory_history (scope, id, file, op, pa
      time_ns, actor, call, sha256, size, content, redacted, note)
      VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, NULLIF($8, ''),
              NULLIF($9, ''), $10, $11, $12, $13::BIGINT <> 0, NULLIF($14, ''))";
+
+/// A version queued in a hosted change (see `host`): `$15` is `1` when
+/// it goes out behind the change's last statement, so it is inserted
+/// only if that transaction wrote (the store did change).
+const INSERT_IF_WRITTEN: &str = "INSERT INTO claude_memory_history (scope, id, file, op, path,
+     from_path, time_ns, actor, call, sha256, size, content, redacted, note)
+     SELECT $1::text, $2::bigint, $3::bigint, $4::text, $5::text, NULLIF($6::text, ''), $7::bigint,
+            NULLIF($8::text, ''), NULLIF($9::text, ''), $10::text, $11::bigint, $12::bytea,
+            $13::BIGINT <> 0, NULLIF($14::text, '')
+     WHERE $15::bigint = 0 OR txid_current_if_assigned() IS NOT NULL";
+
+/// The counter past a hosted change's versions, under the same rule.
+const COUNTER_IF_WRITTEN: &str =
+    "UPDATE claude_memory_history_ids SET last_id = GREATEST(last_id, $2)
+     WHERE scope = $1 AND ($3::bigint = 0 OR txid_current_if_assigned() IS NOT NULL)";
 
 impl std::fmt::Debug for PostgresLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -139,6 +161,8 @@ impl PostgresLog {
             db,
             scope: scope.to_owned(),
             hosts: false,
+            last_seen: std::sync::atomic::AtomicU64::new(0),
+            joined: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -179,9 +203,9 @@ impl PostgresLog {
         let mut id = last;
         for v in versions.iter() {
             id += 1;
-            statements.push((
-                INSERT,
-                vec![
+            statements.push(Queue {
+                sql: INSERT_IF_WRITTEN,
+                params: vec![
                     Owned::Text(Some(self.scope.clone())),
                     Owned::Int(i64_of(id)),
                     Owned::Int(i64_of(v.file)),
@@ -197,15 +221,19 @@ impl PostgresLog {
                     Owned::Int(i64::from(v.redacted)),
                     text(&v.note),
                 ],
-            ));
+                version: Some(id),
+                versioned: true,
+            });
         }
-        statements.push((
-            "UPDATE claude_memory_history_ids SET last_id = GREATEST(last_id, $2) WHERE scope = $1",
-            vec![
+        statements.push(Queue {
+            sql: COUNTER_IF_WRITTEN,
+            params: vec![
                 Owned::Text(Some(self.scope.clone())),
                 Owned::Int(i64_of(id)),
             ],
-        ));
+            version: None,
+            versioned: true,
+        });
         if !self.db.queue(statements).map_err(db_fail)? {
             return Ok(false);
         }
@@ -251,10 +279,15 @@ impl PostgresLog {
     /// thread run in it, and appends and drops are queued in it, sent
     /// with the change's statements, so both commit together. Round
     /// trips: the lock and the last id (one), then the change's own.
-    fn exclusive_hosted(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
+    fn exclusive_hosted(&self, change: &mut dyn FnMut(u64), one: bool) -> Result<(), HistoryError> {
+        if let Some(last) = self.hosted_last() {
+            change(last); // inside this thread's change of this log
+            return Ok(());
+        }
         let mut ran = false;
-        self.db
-            .hosting(&format!("\u{1}history-change:{}", self.scope), |pg| {
+        let ((), hosted) = self
+            .db
+            .hosting(&self.change_lock(), None, one, |pg| {
                 let last = pg
                     .fetch_opt(
                         "SELECT last_id FROM claude_memory_history_ids WHERE scope = $1",
@@ -264,14 +297,43 @@ impl PostgresLog {
                     .unwrap_or(0);
                 if !ran {
                     ran = true;
-                    let key = self.key();
-                    LAST.with(|l| l.borrow_mut().push((key, u64_of(last))));
-                    let _hosted = Hosted(key);
-                    change(u64_of(last));
+                    self.run_hosted(u64_of(last), change);
                 }
                 Ok(())
             })
-            .map_err(db_fail)
+            .map_err(db_fail)?;
+        self.saw(hosted);
+        Ok(())
+    }
+
+    /// The lock every writer of this scope holds for a change.
+    fn change_lock(&self) -> String {
+        format!("\u{1}history-change:{}", self.scope)
+    }
+
+    /// Runs `change` with `last` as the last id given out (appends queue
+    /// the ids after it), and notes the last id it left.
+    fn run_hosted(&self, last: u64, change: &mut dyn FnMut(u64)) {
+        let key = self.key();
+        LAST.with(|l| l.borrow_mut().push((key, last)));
+        let _hosted = Hosted(key);
+        change(last);
+        let left = LAST.with(|l| {
+            l.borrow()
+                .iter()
+                .rev()
+                .find(|(k, _)| *k == key)
+                .map(|e| e.1)
+        });
+        self.last_seen
+            .store(left.unwrap_or(last), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn saw(&self, hosted: crate::store::sql::Hosted) {
+        if hosted.joined {
+            self.joined
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     /// The advisory lock of this scope's appends.
@@ -398,17 +460,23 @@ impl HistoryLog for PostgresLog {
         if ids.is_empty() {
             return Ok(());
         }
+        let mut ids = ids.to_vec();
         if self.hosted_last().is_some() {
+            // Not sent yet: taken out. Sent: deleted in the same transaction.
+            ids = self.db.unqueue(&ids);
+            if ids.is_empty() {
+                return Ok(());
+            }
             let statements = ids
                 .iter()
-                .map(|&id| {
-                    (
-                        "DELETE FROM claude_memory_history WHERE scope = $1 AND id = $2",
-                        vec![
-                            Owned::Text(Some(self.scope.clone())),
-                            Owned::Int(i64_of(id)),
-                        ],
-                    )
+                .map(|&id| Queue {
+                    sql: "DELETE FROM claude_memory_history WHERE scope = $1 AND id = $2",
+                    params: vec![
+                        Owned::Text(Some(self.scope.clone())),
+                        Owned::Int(i64_of(id)),
+                    ],
+                    version: None,
+                    versioned: false,
                 })
                 .collect();
             if self.db.queue(statements).map_err(db_fail)? {
@@ -417,7 +485,7 @@ impl HistoryLog for PostgresLog {
         }
         self.db
             .transaction(&self.lock(), |tx| {
-                for &id in ids {
+                for &id in &ids {
                     tx.run(
                         "DELETE FROM claude_memory_history WHERE scope = $1 AND id = $2",
                         &[Param::Text(&self.scope), Param::Int(i64_of(id))],
@@ -504,11 +572,11 @@ impl HistoryLog for PostgresLog {
     /// change; the appends run on the log's other connection.
     fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
         if self.hosts {
-            return self.exclusive_hosted(change);
+            return self.exclusive_hosted(change, false);
         }
         let mut ran = false;
         self.db
-            .transaction(&format!("\u{1}history-change:{}", self.scope), |tx| {
+            .transaction(&self.change_lock(), |tx| {
                 let last = tx
                     .fetch_opt(
                         "SELECT last_id FROM claude_memory_history_ids WHERE scope = $1",
@@ -527,6 +595,43 @@ impl HistoryLog for PostgresLog {
 
     fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
         self.load_where(after)
+    }
+
+    /// On the store's pool, once a change has shown the store joins the
+    /// hosted transaction: `change` runs on this log's last known id
+    /// without asking for it. The guess is checked by a statement that
+    /// goes out with the change's first one and fails unless the counter
+    /// still holds it; if it fails, the transaction (the change's every
+    /// statement, its versions) is rolled back, and `change` runs again
+    /// as [`exclusive`](HistoryLog::exclusive) runs it. A lone writer's
+    /// guess holds: a change costs its own round trips and no more.
+    fn exclusive_guessing(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
+        use std::sync::atomic::Ordering;
+        if !self.hosts {
+            return self.exclusive(change);
+        }
+        if self.hosted_last().is_some() || !self.joined.load(Ordering::Relaxed) {
+            return self.exclusive_hosted(change, true);
+        }
+        let guess = self.last_seen.load(Ordering::Relaxed);
+        let check = (
+            "SELECT 1 / (CASE WHEN last_id = $2 THEN 1 ELSE 0 END) FROM claude_memory_history_ids WHERE scope = $1",
+            vec![
+                Owned::Text(Some(self.scope.clone())),
+                Owned::Int(i64_of(guess)),
+            ],
+        );
+        let ((), hosted) = self
+            .db
+            .hosting(&self.change_lock(), Some(check), true, |_| {
+                self.run_hosted(guess, change);
+                Ok(())
+            })
+            .map_err(db_fail)?;
+        if !hosted.stale {
+            return Ok(());
+        }
+        self.exclusive_hosted(change, true)
     }
 
     /// Yes: the scope's advisory lock, held by every writer's change

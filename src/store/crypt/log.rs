@@ -167,6 +167,10 @@ impl<L: HistoryLog> HistoryLog for SealedLog<L> {
         self.inner.exclusive(change)
     }
 
+    fn exclusive_guessing(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
+        self.inner.exclusive_guessing(change)
+    }
+
     fn locks_writers(&self) -> bool {
         self.inner.locks_writers()
     }

@@ -31,7 +31,10 @@ mod tls;
 use std::sync::Arc;
 
 #[cfg(feature = "postgres")]
-pub(crate) use postgres::{Durability, Owned};
+#[allow(unused_imports)]
+pub(crate) use postgres::Hosted;
+#[cfg(feature = "postgres")]
+pub(crate) use postgres::{Durability, Owned, Queue};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresBuilder, PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]

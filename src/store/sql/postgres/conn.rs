@@ -12,7 +12,7 @@ use tokio_postgres::types::ToSql;
 
 use super::super::{Backend, Columns, Commit, Dialect, Fail, Param};
 use super::PostgresError;
-use super::host;
+use super::host::{self, Joined, SAVEPOINT};
 use super::pool::{ACTIVE, Db, Lent, wait};
 
 /// One pooled connection, as a [`Dialect`]: each statement is prepared
@@ -34,6 +34,8 @@ pub(crate) struct Pg<'c> {
     /// `Some(false)` ended without effect (the statement failed, so the
     /// server rolled it back).
     ended: Option<bool>,
+    /// How this transaction joined a hosting (see `host`).
+    joined: Joined,
 }
 
 type Begin<'c> = Pin<Box<dyn Future<Output = Result<(), tokio_postgres::Error>> + 'c>>;
@@ -48,6 +50,7 @@ impl<'c> Pg<'c> {
             lost_at_begin: false,
             commit_next: false,
             ended: None,
+            joined: Joined::No,
         }
     }
 
@@ -72,6 +75,13 @@ impl<'c> Pg<'c> {
     ) -> Result<T, PostgresError> {
         let limit = self.db.settings.answer_deadline();
         let conn = self.conn;
+        if host::is_stale(conn) {
+            self.begin = None;
+            return Err(PostgresError::Database(
+                "not sent: the history's guess of its last version was wrong, so the change runs again"
+                    .into(),
+            ));
+        }
         let (host_begin, queued) = host::take_queue(conn);
         let mut ahead: Vec<Begin<'_>> = Vec::new();
         if let Some(b) = &host_begin {
@@ -82,7 +92,10 @@ impl<'c> Pg<'c> {
         if let Some(b) = self.begin.take() {
             ahead.push(b);
         }
+        // Which of `ahead` is a hosting's check.
+        let mut checks = vec![false; ahead.len()];
         for q in queued {
+            checks.push(q.check);
             ahead.push(Box::pin(async move {
                 let params: Vec<&(dyn ToSql + Sync)> = q
                     .params
@@ -119,6 +132,12 @@ impl<'c> Pg<'c> {
         });
         match wait(all, limit) {
             Some((Some((i, Some(Err(e)))), _)) => {
+                if checks.get(i) == Some(&true)
+                    && e.code().map(tokio_postgres::error::SqlState::code)
+                        == Some(host::CHECK_FAILED)
+                {
+                    host::stale(conn);
+                }
                 let e = self.fail(e);
                 if own == Some(i) && host_begin.is_none() {
                     self.lost_at_begin = self.lost;
@@ -163,16 +182,45 @@ impl<'c> Pg<'c> {
         Fut: Future<Output = Result<T, tokio_postgres::Error>>,
     {
         let conn = self.conn;
-        if !std::mem::take(&mut self.commit_next) {
+        let last = std::mem::take(&mut self.commit_next);
+        // What goes out behind the last statement: `COMMIT` (with a
+        // one-change hosting's versions between), or a savepoint's release.
+        let tail = match self.joined {
+            Joined::No => "COMMIT",
+            Joined::One if host::pipelines(conn) => "COMMIT",
+            Joined::One => "",
+            Joined::Savepoint => RELEASE,
+        };
+        if !last || tail.is_empty() {
             return self.answer(async {
                 let st = conn.prepare_cached(sql).await?;
                 run(st).await
             });
         }
+        let after = if self.joined == Joined::One {
+            host::take_after(conn)
+        } else {
+            Vec::new()
+        };
         let both = self.answer(async {
             let st = conn.prepare_cached(sql).await?;
             let mut stmt = pin!(run(st));
-            let mut commit = pin!(conn.batch_execute("COMMIT"));
+            let mut between: Vec<Begin<'_>> = after
+                .into_iter()
+                .map(|q| -> Begin<'_> {
+                    Box::pin(async move {
+                        let params: Vec<&(dyn ToSql + Sync)> = q
+                            .params
+                            .iter()
+                            .map(|p| -> &(dyn ToSql + Sync) { &**p })
+                            .collect();
+                        conn.execute(&q.statement, &params).await.map(|_| ())
+                    })
+                })
+                .collect();
+            let mut gone: Vec<Option<Result<(), tokio_postgres::Error>>> =
+                between.iter().map(|_| None).collect();
+            let mut commit = pin!(conn.batch_execute(tail));
             let (mut done, mut committed) = (None, None);
             std::future::poll_fn(|cx| {
                 if done.is_none()
@@ -180,13 +228,34 @@ impl<'c> Pg<'c> {
                 {
                     done = Some(r);
                 }
+                for (f, g) in between.iter_mut().zip(gone.iter_mut()) {
+                    if g.is_none()
+                        && let Poll::Ready(r) = f.as_mut().poll(cx)
+                    {
+                        *g = Some(r);
+                    }
+                }
                 if committed.is_none()
                     && let Poll::Ready(r) = commit.as_mut().poll(cx)
                 {
                     committed = Some(r);
                 }
+                if gone.iter().any(Option::is_none) {
+                    return Poll::Pending;
+                }
                 match (done.take(), committed.take()) {
-                    (Some(d), Some(c)) => Poll::Ready(Ok((d, c))),
+                    (Some(d), Some(c)) => {
+                        // A version that failed fails the transaction
+                        // (the server rolled it back), as its statement.
+                        let c = match gone.iter_mut().find(|g| matches!(g, Some(Err(_)))) {
+                            Some(g) => match g.take() {
+                                Some(Err(e)) => Err(e),
+                                _ => c,
+                            },
+                            None => c,
+                        };
+                        Poll::Ready(Ok((d, c)))
+                    }
                     (d, c) => {
                         (done, committed) = (d, c);
                         Poll::Pending
@@ -195,7 +264,9 @@ impl<'c> Pg<'c> {
             })
             .await
         });
-        host::ended(conn);
+        if tail == "COMMIT" {
+            host::ended(conn);
+        }
         match both {
             Ok((Ok(v), Ok(()))) => {
                 self.ended = Some(true);
@@ -207,6 +278,13 @@ impl<'c> Pg<'c> {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// Ends a hosting's transaction: the versions still waiting, then
+    /// `COMMIT`.
+    pub(super) fn commit_hosted(&mut self) -> Result<(), PostgresError> {
+        host::release_after(self.conn);
+        self.end("COMMIT")
     }
 
     /// Runs `sql` (one or more statements, no parameters) as a simple
@@ -419,6 +497,9 @@ enum TxState {
     /// returned an error (a refused write, a delete of nothing). Nothing
     /// to roll back either way.
     Ended,
+    /// As `Ended`, but the statement failed: the server rolled the
+    /// transaction back (a savepoint: it must be rolled back to).
+    EndedFailed,
 }
 
 impl Drop for PgTx<'_> {
@@ -428,7 +509,11 @@ impl Drop for PgTx<'_> {
         } else if self.pg.lost {
             self.state.set(TxState::Lost);
         } else if self.pg.ended.is_some() && self.state.get() == TxState::Open {
-            self.state.set(TxState::Ended);
+            self.state.set(if self.pg.ended == Some(true) {
+                TxState::Ended
+            } else {
+                TxState::EndedFailed
+            });
         }
     }
 }
@@ -480,12 +565,20 @@ impl Commit for PgTx<'_> {
                     "the transaction was rolled back".into(),
                 ));
             }
-            None => self.pg.end("COMMIT")?,
+            None => match self.pg.joined {
+                Joined::No => self.pg.end("COMMIT")?,
+                // The hosting commits, with the change's versions.
+                Joined::One => {}
+                Joined::Savepoint => self.pg.simple(RELEASE)?,
+            },
         }
         self.state.set(TxState::Committed);
         Ok(())
     }
 }
+
+/// Releases a joined mutation's savepoint (see `host`).
+const RELEASE: &str = "RELEASE SAVEPOINT claude_memory_change";
 
 /// `sql` text as a string literal.
 pub(super) fn literal(s: &str) -> String {
@@ -582,9 +675,16 @@ impl Db {
         durability: Durability,
         mut f: impl FnMut(PgTx<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
+        if self.host_lost() {
+            return Err(Fail::Invalid(
+                "the connection of the history's change was lost",
+            ));
+        }
         let lock = host::lock_sql(tenant);
-        if let Some((conn, begin)) = host::join(self.key(), &lock) {
-            return self.joined(&conn, &begin, f);
+        // The crate's own locks start with U+0001; a tenant id cannot.
+        let store = !tenant.starts_with('\u{1}');
+        if let Some((conn, begin, how)) = host::join(self.key(), &lock, store) {
+            return self.joined(&conn, &begin, how, f);
         }
         // Generic plans for the transaction's prepared statements: the
         // server would otherwise plan WRITE_CHECKED again at every
@@ -607,7 +707,9 @@ impl Db {
                 pg.begin = Some(Box::pin(conn.batch_execute(&begin)));
                 let out = f(PgTx { pg, state: &state });
                 match state.get() {
-                    TxState::Committed | TxState::Ended => lent.keep = true,
+                    TxState::Committed | TxState::Ended | TxState::EndedFailed => {
+                        lent.keep = true;
+                    }
                     TxState::Lost | TxState::LostAtBegin => {}
                     TxState::Open => lent.keep = Pg::new(self, conn).end("ROLLBACK").is_ok(),
                 }
@@ -630,19 +732,37 @@ impl Db {
         &self,
         conn: &Arc<Object>,
         begin: &str,
+        how: Joined,
         mut f: impl FnMut(PgTx<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
         let state = Cell::new(TxState::Open);
         let mut pg = Pg::new(self, conn);
+        pg.joined = how;
         pg.begin = Some(Box::pin(conn.batch_execute(begin)));
         let out = f(PgTx { pg, state: &state });
-        match state.get() {
-            TxState::Committed | TxState::Ended => host::ended(conn),
-            TxState::Lost | TxState::LostAtBegin => host::lost(conn),
-            TxState::Open => {
-                if Pg::new(self, conn).end("ROLLBACK").is_err() {
-                    host::lost(conn);
-                }
+        let undo = match (state.get(), how) {
+            (TxState::Lost | TxState::LostAtBegin, _) => {
+                host::lost(conn);
+                None
+            }
+            (TxState::Committed | TxState::Ended, _) => None,
+            // Ended by its `COMMIT`: the server rolled it back.
+            (TxState::EndedFailed, Joined::One | Joined::No) => None,
+            (TxState::EndedFailed | TxState::Open, Joined::Savepoint) => {
+                Some(format!("ROLLBACK TO SAVEPOINT {SAVEPOINT}"))
+            }
+            (TxState::Open, Joined::One | Joined::No) => Some("ROLLBACK".to_owned()),
+        };
+        // A stale hosting sends nothing more: it rolls back at its end.
+        if let Some(sql) = undo.filter(|_| !host::is_stale(conn)) {
+            let mut pg = Pg::new(self, conn);
+            let done = if how == Joined::Savepoint {
+                pg.simple(&sql)
+            } else {
+                pg.end(&sql)
+            };
+            if done.is_err() {
+                host::lost(conn);
             }
         }
         out

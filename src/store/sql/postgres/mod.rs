@@ -30,7 +30,7 @@ use super::{Commit, DriverError, Fail, SqlStore, schema};
 use crate::tenant::TenantId;
 
 pub(crate) use self::conn::{Durability, Pg, PgTx};
-pub(crate) use self::host::Owned;
+pub(crate) use self::host::{Hosted, Owned, Queue};
 pub(super) use self::pool::Db;
 
 /// Serializes schema creation between processes starting together.
@@ -340,16 +340,24 @@ impl PostgresStore {
     pub(crate) fn hosting<T>(
         &self,
         lock: &str,
+        check: Option<(&str, Vec<Owned>)>,
+        one: bool,
         f: impl FnOnce(&mut Pg<'_>) -> Result<T, Fail>,
-    ) -> Result<T, Fail> {
-        self.0.db.hosting(lock, f)
+    ) -> Result<(T, Hosted), Fail> {
+        self.0.db.hosting(lock, check, one, f)
     }
 
     /// Queues `statements` in this thread's [`hosting`](Self::hosting)
     /// transaction, sent with its next statement; `Ok(false)` if there
     /// is none.
-    pub(crate) fn queue(&self, statements: Vec<(&str, Vec<Owned>)>) -> Result<bool, Fail> {
+    pub(crate) fn queue(&self, statements: Vec<Queue<'_>>) -> Result<bool, Fail> {
         self.0.db.queue(statements)
+    }
+
+    /// Takes the versions `ids` out of this thread's hosting's queues if
+    /// they were not sent yet; returns the others.
+    pub(crate) fn unqueue(&self, ids: &[u64]) -> Vec<u64> {
+        self.0.db.unqueue(ids)
     }
 
     /// Whether this thread is inside a [`hosting`](Self::hosting) of this
