@@ -106,10 +106,12 @@ const INSERT_IF_WRITTEN: &str = "INSERT INTO claude_memory_history (scope, id, f
             $13::BIGINT <> 0, NULLIF($14::text, '')
      WHERE $15::bigint = 0 OR txid_current_if_assigned() IS NOT NULL";
 
-/// The counter past a hosted change's versions, under the same rule.
-const COUNTER_IF_WRITTEN: &str =
-    "UPDATE claude_memory_history_ids SET last_id = GREATEST(last_id, $2)
-     WHERE scope = $1 AND ($3::bigint = 0 OR txid_current_if_assigned() IS NOT NULL)";
+/// The counter past a hosted change's versions, behind them, always
+/// (`$3`, the rule's flag, is not needed: ids of versions not inserted
+/// are not given out again, and the log's guess of the last id stays
+/// right after a refused write).
+const COUNTER_AFTER: &str = "UPDATE claude_memory_history_ids SET last_id = GREATEST(last_id, $2)
+     WHERE scope = $1 AND $3::bigint IS NOT NULL";
 
 impl std::fmt::Debug for PostgresLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -131,13 +133,19 @@ impl PostgresLog {
     /// The log of `store`'s database, for `scope` (as
     /// [`connect`](Self::connect)), on `store`'s own pool: give it the
     /// store the [`HistoryStore`](super::super::HistoryStore) wraps (or a
-    /// clone, or another tenant of it). Then each change and its version
-    /// commit in one transaction, in the round trips of the change plus
-    /// one for the writer lock (a create: 2 instead of 6; `bench/benches/
-    /// history.rs` measures the time), and a crash can leave neither
-    /// half. Given another store, versions still commit, but after the
-    /// change instead of before it (a crash between the two leaves a
-    /// change the next open records as a repair).
+    /// clone, or another tenant of it). Each change then runs in one
+    /// transaction the log hosts on that pool: the writer lock, the
+    /// store's statements and the change's versions commit together, in
+    /// the change's own round trips (a create: 1, as without history;
+    /// `connect`'s log takes 6). The log's last id is guessed and checked
+    /// by the database in the change's first round trip; when another
+    /// writer appended meanwhile, the transaction is rolled back and the
+    /// change runs again, so a store wrapper of your own between the
+    /// two must act only through the store (see the README's safety
+    /// model). Given another store, the log notices that no store
+    /// statement joins it and never guesses; its versions then commit
+    /// after the change instead of before it (a crash between the two
+    /// leaves a change the next open records as a repair).
     pub fn for_store(store: &PostgresStore, scope: &str) -> Result<Self, HistoryError> {
         let mut log = Self::connect_on(store.clone(), scope)?;
         log.hosts = true;
@@ -226,7 +234,7 @@ impl PostgresLog {
             });
         }
         statements.push(Queue {
-            sql: COUNTER_IF_WRITTEN,
+            sql: COUNTER_AFTER,
             params: vec![
                 Owned::Text(Some(self.scope.clone())),
                 Owned::Int(i64_of(id)),
