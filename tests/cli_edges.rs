@@ -294,3 +294,23 @@ fn stats_copes_with_an_unreadable_subdirectory_and_writes_say_what_they_need() {
     std::fs::set_permissions(store.join("locked"), std::fs::Permissions::from_mode(0o755))
         .expect("chmod");
 }
+
+/// A new user's review: a mistyped store URL was echoed back whole,
+/// password included (`postgress://u:hunter2@…`, `postgres:/u:hunter2@…`),
+/// to the terminal and any log of it. The message still names what was
+/// wrong, with the password masked.
+#[test]
+fn a_mistyped_store_url_is_echoed_without_its_password() {
+    let dir = tempfile::tempdir().expect("dir");
+    for store in [
+        "postgress://u:hunter2@127.0.0.1:5432/mem",
+        "postgres:/u:hunter2@127.0.0.1:5432/mem",
+        "postgres:u:hun/ter2@127.0.0.1/mem",
+    ] {
+        let out = run(dir.path(), &["--store", store, "view", "/memories"], "");
+        let err = text(&out.stderr);
+        assert!(!out.status.success(), "{store}");
+        assert!(!err.contains("hunter2") && !err.contains("ter2"), "{err}");
+        assert!(err.contains("u:***@127.0.0.1"), "{err}");
+    }
+}

@@ -269,3 +269,23 @@ fn redacting_a_version_erases_the_same_content_in_every_version() {
         assert!(v.redacted && v.content.is_none(), "{v:?}");
     }
 }
+
+/// Attack (a new user's review, on PostgreSQL; SQLite's log has the same
+/// rule): two tenants' logs given one scope took each other's versions
+/// for changes that never happened at every open. Refused now.
+#[cfg(feature = "sqlite")]
+#[test]
+fn a_sqlite_log_for_another_tenants_scope_is_refused() {
+    use claude_memory::history::SqliteLog;
+    use claude_memory::{SqliteStore, TenantId};
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let base = SqliteStore::open(dir.path().join("m.db")).expect("sqlite");
+    let bob = base.for_tenant(&TenantId::parse("bob").expect("id"));
+    let err = SqliteLog::for_store(&bob, "").expect_err("refused");
+    assert!(
+        err.to_string().contains("is not the store's tenant"),
+        "{err}"
+    );
+    assert!(SqliteLog::for_store(&bob, "bob").is_ok());
+    assert!(SqliteLog::for_store(&base, "").is_ok());
+}

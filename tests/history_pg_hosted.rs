@@ -277,3 +277,21 @@ fn a_hosted_log_is_made_used_and_dropped_inside_tokio() {
     drop(rt);
     check(&url, &t, changes);
 }
+
+/// Attack (a new user's review): two tenants' logs given one scope (the
+/// README's `""` copied for both). Each open then took the other
+/// tenant's versions for changes that never happened, dropped them, and
+/// recorded its own files again as anonymous repairs. A scope other than
+/// the store's tenant is refused, with the reason.
+#[test]
+fn a_scope_other_than_the_stores_tenant_is_refused() {
+    let Some(url) = url() else { return };
+    let base = PostgresStore::connect(&url, 2).expect("connect");
+    let alice = base.for_tenant(&tenant());
+    let err = PostgresLog::for_store(&alice, "").expect_err("refused");
+    assert!(
+        err.to_string().contains("is not the store's tenant"),
+        "{err}"
+    );
+    assert!(PostgresLog::for_store(&base, "").is_ok());
+}

@@ -23,6 +23,23 @@ pub enum StoreSpec {
     Cloud(String),
 }
 
+/// `text` with the password of a `user:password@` part replaced by
+/// `***`, for messages: a mistyped URL (`postgress://u:pw@…`) is echoed
+/// back to say what was wrong, and must not print its secret to a
+/// terminal or a log (a new user's review found it did).
+fn without_password(text: &str) -> String {
+    let Some(at) = text.rfind('@') else {
+        return text.to_owned();
+    };
+    // The user information starts after the scheme's `:` and its slashes.
+    let start = text.find(':').map_or(0, |i| i + 1);
+    let start = start + text[start..at].len() - text[start..at].trim_start_matches('/').len();
+    match text[start..at].find(':') {
+        Some(colon) => format!("{}:***{}", &text[..start + colon], &text[at..]),
+        None => text.to_owned(),
+    }
+}
+
 impl StoreSpec {
     /// Parses `--store`'s value.
     ///
@@ -43,10 +60,12 @@ impl StoreSpec {
                 }
                 "s3" | "az" | "gs" => crate::cloud::parse(scheme, rest, text),
                 "postgres" | "postgresql" => Err(Failure::Usage(format!(
-                    "`{text}` is not a PostgreSQL URL: write {scheme}://USER@HOST/DATABASE"
+                    "`{}` is not a PostgreSQL URL: write {scheme}://USER@HOST/DATABASE",
+                    without_password(text)
                 ))),
                 _ => Err(Failure::Usage(format!(
-                    "unknown kind of store `{scheme}:` in `{text}`: give a directory, sqlite:PATH, a postgres:// URL or s3://, az://, gs://BUCKET/PREFIX (for a directory whose name has a colon, write ./{text})"
+                    "unknown kind of store `{scheme}:` in `{shown}`: give a directory, sqlite:PATH, a postgres:// URL or s3://, az://, gs://BUCKET/PREFIX (for a directory whose name has a colon, write ./{shown})",
+                    shown = without_password(text)
                 ))),
             };
         }

@@ -17,6 +17,21 @@ fn op_of(text: &str) -> ChangeOp {
     }
 }
 
+/// Refuses a `for_store` scope other than the store's tenant: two
+/// tenants sharing one scope would each take the other's versions for
+/// changes that never happened, and record their own files again as
+/// anonymous repairs, at every open (a new user's review did this by
+/// giving `""` to two tenants' logs).
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+fn same_scope(tenant: &str, scope: &str) -> Result<(), HistoryError> {
+    if tenant == scope {
+        return Ok(());
+    }
+    Err(HistoryError::Log(format!(
+        "the history scope {scope:?} is not the store's tenant {tenant:?}: give the tenant's id (\"\" for a store with no tenant), so each tenant keeps a history of its own"
+    )))
+}
+
 fn i64_of(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }

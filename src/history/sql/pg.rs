@@ -130,10 +130,10 @@ impl PostgresLog {
         Self::connect_on(db, scope)
     }
 
-    /// The log of `store`'s database, for `scope` (as
-    /// [`connect`](Self::connect)), on `store`'s own pool: give it the
-    /// store the [`HistoryStore`](super::super::HistoryStore) wraps (or a
-    /// clone, or another tenant of it). Each change then runs in one
+    /// The log of `store`'s database, for `scope` (the store's tenant id,
+    /// `""` for a store with no tenant; any other scope is refused), on
+    /// `store`'s own pool: give it the store the
+    /// [`HistoryStore`](super::super::HistoryStore) wraps (or a clone). Each change then runs in one
     /// transaction the log hosts on that pool: the writer lock, the
     /// store's statements and the change's versions commit together, in
     /// the change's own round trips (a create: 1, as without history;
@@ -147,6 +147,7 @@ impl PostgresLog {
     /// after the change instead of before it (a crash between the two
     /// leaves a change the next open records as a repair).
     pub fn for_store(store: &PostgresStore, scope: &str) -> Result<Self, HistoryError> {
+        super::same_scope(store.tenant(), scope)?;
         let mut log = Self::connect_on(store.clone(), scope)?;
         log.hosts = true;
         Ok(log)

@@ -64,11 +64,13 @@ impl std::fmt::Debug for SqliteLog {
 
 impl SqliteLog {
     /// The log of `store` in its own database, on its own connection,
-    /// for `scope` (the tenant id of a
-    /// [`for_tenant`](crate::SqliteStore::for_tenant) store, else
-    /// `""`). An edit's version is written inside the store's
+    /// for `scope`: the tenant id of a
+    /// [`for_tenant`](crate::SqliteStore::for_tenant) store, else `""`
+    /// (any other scope is refused: two tenants sharing one would take
+    /// each other's versions for changes that never happened). An edit's version is written inside the store's
     /// transaction, so it commits (durably) with the edit or not at all.
     pub fn for_store(store: &crate::SqliteStore, scope: &str) -> Result<Self, HistoryError> {
+        super::same_scope(store.tenant(), scope)?;
         store
             .with_connection(|conn| conn.execute_batch(SCHEMA))
             .map_err(db_error)?;

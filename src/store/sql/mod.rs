@@ -71,6 +71,12 @@ impl<H> SqlStore<H> {
         }
     }
 
+    /// The tenant this handle sees (`""`: the default one).
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+    pub(crate) fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
     /// The same database, seen as `tenant`'s store.
     fn for_tenant(&self, tenant: &TenantId) -> Self {
         SqlStore {

@@ -186,6 +186,11 @@ impl SqliteStore {
     pub fn for_tenant(&self, tenant: &TenantId) -> Self {
         SqliteStore(self.0.for_tenant(tenant))
     }
+
+    /// The tenant this store sees (`""`: the default one).
+    pub(crate) fn tenant(&self) -> &str {
+        self.0.tenant()
+    }
 }
 
 /// The connection a store's clones share, behind a reentrant lock: a read

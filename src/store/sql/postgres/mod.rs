@@ -425,6 +425,11 @@ impl PostgresStore {
     pub fn for_tenant(&self, tenant: &TenantId) -> Self {
         PostgresStore(self.0.for_tenant(tenant))
     }
+
+    /// The tenant this store sees (`""`: the default one).
+    pub(crate) fn tenant(&self) -> &str {
+        self.0.tenant()
+    }
 }
 
 #[cfg(test)]
