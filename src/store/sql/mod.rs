@@ -200,6 +200,17 @@ pub(crate) trait Backend {
         tenant: &str,
         f: impl FnMut(Self::Tx<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail>;
+
+    /// [`MemoryStore::exclusive`](crate::store::MemoryStore::exclusive):
+    /// runs `f`, a change made of several mutations, as one where the
+    /// backend can (PostgreSQL inside a history's hosted transaction);
+    /// else just runs it.
+    fn holding(
+        &self,
+        f: &mut dyn FnMut() -> crate::store::StoreResult<()>,
+    ) -> crate::store::StoreResult<()> {
+        f()
+    }
 }
 
 /// A statement parameter.

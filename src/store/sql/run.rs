@@ -239,6 +239,19 @@ macro_rules! sql_store {
             fn total_size(&self) -> StoreResult<u64> {
                 total_size(&self.0)
             }
+            /// No lock across calls (so [`locks_writers`] is `false`), but
+            /// inside a history's hosted transaction on PostgreSQL the
+            /// whole of `f` is one transaction under the history's lock.
+            ///
+            /// [`locks_writers`]: $crate::store::MemoryStore::locks_writers
+            fn exclusive(
+                &self,
+                path: &MemoryPath,
+                f: &mut dyn FnMut() -> StoreResult<()>,
+            ) -> StoreResult<()> {
+                let _ = path;
+                self.0.db.holding(f)
+            }
         }
     };
 }

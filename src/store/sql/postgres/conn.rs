@@ -264,7 +264,11 @@ impl<'c> Pg<'c> {
             })
             .await
         });
-        if tail == "COMMIT" {
+        // Ended only if the `COMMIT` was answered: when something sent
+        // before the statement failed (a hosting's check), the answer
+        // came back before the statement and its `COMMIT` went out, and
+        // the transaction is open (aborted) until rolled back.
+        if tail == "COMMIT" && both.is_ok() {
             host::ended(conn);
         }
         match both {
@@ -620,6 +624,13 @@ impl Db {
 impl Backend for Db {
     type Conn<'c> = Pg<'c>;
     type Tx<'c> = PgTx<'c>;
+
+    fn holding(
+        &self,
+        f: &mut dyn FnMut() -> crate::store::StoreResult<()>,
+    ) -> crate::store::StoreResult<()> {
+        Db::holding(self, f)
+    }
 
     /// Runs `f` on a pooled connection (or, inside a mutation on this
     /// thread, on its transaction). A connection found dead is closed and

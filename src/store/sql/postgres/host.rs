@@ -417,7 +417,12 @@ impl Db {
             let done = pg.commit_hosted();
             ended(&conn);
             done.map_err(Fail::from)
-        } else if open {
+        } else if open || hosted.stale {
+            // A stale hosting's transaction may be open whatever `open`
+            // says (its check failed before the rest went out): rolled
+            // back in any case, so the connection goes back to the pool
+            // outside any transaction (else the change's second run, on
+            // the same connection, began inside the aborted one).
             with_key(key, |h| {
                 h.queue.clear();
                 h.after.clear();
@@ -538,6 +543,23 @@ impl Db {
         })
         .unwrap_or_default();
         ids.iter().copied().filter(|i| !found.contains(i)).collect()
+    }
+
+    /// Runs `f`, a change the store makes in several transactions (an
+    /// encrypted rename: journal, copies, deletes), as one: in a hosting
+    /// of one change on this thread, the hosting becomes one of many from
+    /// here (each mutation a savepoint, the versions sent with the first,
+    /// one `COMMIT` at its end), so the writer lock is held until the
+    /// whole change is made. Before (an attacker's review): the first
+    /// mutation committed with the change's versions and let the lock go,
+    /// a second writer came in mid-move, took the versions for a change
+    /// that never happened, and the reopen recorded repairs.
+    pub(crate) fn holding(
+        &self,
+        f: &mut dyn FnMut() -> crate::store::StoreResult<()>,
+    ) -> crate::store::StoreResult<()> {
+        with_key(self.key(), |h| h.one = false);
+        f()
     }
 
     /// Whether this thread hosts a transaction of this pool.
