@@ -206,14 +206,6 @@ mod encrypted {
 
     type Enc = MemoryTool<HistoryStore<EncryptedStore<PostgresStore>>>;
 
-    fn enc_history(
-        url: &str,
-        t: &TenantId,
-        ring: &Keyring,
-    ) -> HistoryStore<EncryptedStore<PostgresStore>> {
-        enc_history_on(url, t, ring, true)
-    }
-
     fn enc_history_on(
         url: &str,
         t: &TenantId,
