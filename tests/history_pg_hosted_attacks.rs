@@ -14,6 +14,22 @@ use claude_memory::history::{HistoryStore, PostgresLog, Query};
 use claude_memory::{MemoryTool, PostgresStore, TenantId};
 use serde_json::{Value, json};
 
+/// Sets the flag when dropped (see its uses).
+struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A background loop's bound: 60 s, so a slow machine (or a side that
+/// stopped) ends the loop instead of growing the store without end (CI,
+/// loaded, saw one loop make 240,000 files while the other side waited).
+fn too_long(started: std::time::Instant) -> bool {
+    started.elapsed() > std::time::Duration::from_secs(60)
+}
+
 fn url() -> Option<String> {
     let url = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL").ok();
     if url.is_none() {
@@ -271,12 +287,16 @@ mod encrypted {
             );
         }
         let stop = std::sync::atomic::AtomicBool::new(false);
+        let started = std::time::Instant::now();
         std::thread::scope(|s| {
+            // A panic of the main side (a failed call) stops the loops too,
+            // else the scope would wait for them forever (CI hung here).
+            let _stop = StopOnDrop(&stop);
             let (url, t, ring, stop) = (&url, &t, &ring, &stop);
             s.spawn(move || {
                 let b = MemoryTool::new(enc_history(url, t, ring).with_label("b"));
                 let mut i = 0;
-                while !stop.load(Ordering::Relaxed) {
+                while !stop.load(Ordering::Relaxed) && !too_long(started) {
                     enc_call(&b, &format!("toolu_b_{i}"),
                         json!({"command": "create", "path": format!("/memories/b/{i}.md"), "file_text": "b\n"}));
                     i += 1;
@@ -370,11 +390,15 @@ mod encrypted_opener {
             );
         }
         let stop = std::sync::atomic::AtomicBool::new(false);
+        let started = std::time::Instant::now();
         let (opens, bad) = std::thread::scope(|s| {
+            // A panic of the main side (a failed call) stops the loops too,
+            // else the scope would wait for them forever (CI hung here).
+            let _stop = StopOnDrop(&stop);
             let (url, t, ring, stop) = (&url, &t, &ring, &stop);
             let opener = s.spawn(move || {
                 let (mut n, mut bad) = (0, Vec::new());
-                while !stop.load(Ordering::Relaxed) {
+                while !stop.load(Ordering::Relaxed) && !too_long(started) {
                     match open(url, t, ring) {
                         Ok(h) => {
                             let r = h.repair_report();
@@ -597,10 +621,14 @@ fn connections_terminated_under_two_writers() {
     let stop = std::sync::atomic::AtomicBool::new(false);
     let mut succeeded: Vec<String> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
+    let started = std::time::Instant::now();
     std::thread::scope(|s| {
+        // A panic of the main side (a failed call) stops the loops too,
+        // else the scope would wait for them forever (CI hung here).
+        let _stop = StopOnDrop(&stop);
         let (url, stop) = (&url, &stop);
         s.spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
+            while !stop.load(Ordering::Relaxed) && !too_long(started) {
                 let _ = std::process::Command::new("psql")
                     .arg(url)
                     .args(["-qAtc", "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = 'atk_terminate' AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND application_name <> 'psql'"])
@@ -674,12 +702,16 @@ fn big_directories_stale_guesses_and_an_opener() {
         changes += 1;
     }
     let stop = std::sync::atomic::AtomicBool::new(false);
+    let started = std::time::Instant::now();
     let opens = std::thread::scope(|s| {
+        // A panic of the main side (a failed call) stops the loops too,
+        // else the scope would wait for them forever (CI hung here).
+        let _stop = StopOnDrop(&stop);
         let (url, t, stop) = (&url, &t, &stop);
         let opener = s.spawn(move || {
             let mut bad = Vec::new();
             let mut n = 0;
-            while !stop.load(Ordering::Relaxed) {
+            while !stop.load(Ordering::Relaxed) && !too_long(started) {
                 let store = PostgresStore::connect(url, 2)
                     .expect("connect")
                     .for_tenant(t);
