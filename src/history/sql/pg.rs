@@ -293,26 +293,31 @@ impl PostgresLog {
             change(last); // inside this thread's change of this log
             return Ok(());
         }
-        let mut ran = false;
         let ((), hosted) = self
             .db
             .hosting(&self.change_lock(), None, one, |pg| {
-                let last = pg
-                    .fetch_opt(
-                        "SELECT last_id FROM claude_memory_history_ids WHERE scope = $1",
-                        &[Param::Text(&self.scope)],
-                        |r| r.int(0),
-                    )?
-                    .unwrap_or(0);
-                if !ran {
-                    ran = true;
-                    self.run_hosted(u64_of(last), change);
-                }
+                let last = self.last_id(pg)?;
+                self.run_hosted(last, change);
                 Ok(())
             })
             .map_err(db_fail)?;
         self.saw(hosted);
         Ok(())
+    }
+
+    /// The last id given out in this scope, read under the change lock.
+    fn last_id<D: Dialect<Error = crate::PostgresError>>(
+        &self,
+        db: &mut D,
+    ) -> Result<u64, crate::PostgresError> {
+        Ok(u64_of(
+            db.fetch_opt(
+                "SELECT last_id FROM claude_memory_history_ids WHERE scope = $1",
+                &[Param::Text(&self.scope)],
+                |r| r.int(0),
+            )?
+            .unwrap_or(0),
+        ))
     }
 
     /// The lock every writer of this scope holds for a change.
@@ -586,16 +591,10 @@ impl HistoryLog for PostgresLog {
         let mut ran = false;
         self.db
             .transaction(&self.change_lock(), |tx| {
-                let last = tx
-                    .fetch_opt(
-                        "SELECT last_id FROM claude_memory_history_ids WHERE scope = $1",
-                        &[Param::Text(&self.scope)],
-                        |r| r.int(0),
-                    )?
-                    .unwrap_or(0);
+                let last = self.last_id(tx)?;
                 if !ran {
                     ran = true;
-                    change(u64_of(last));
+                    change(last);
                 }
                 Ok(())
             })
