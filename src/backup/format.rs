@@ -2,6 +2,7 @@
 //! so a document from a newer claude-memory is refused by its version
 //! rather than by whatever field it added.
 
+use std::io::{self, Write};
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
@@ -230,10 +231,19 @@ impl Backup {
 
     /// The document as pretty-printed JSON, with a final newline.
     pub fn to_json(&self) -> String {
-        // Serializing plain strings, bools and numbers cannot fail.
-        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
-        text.push('\n');
-        text
+        let mut out = Vec::new();
+        // Writing to a vector cannot fail, and JSON is UTF-8.
+        let _ = self.write_json(&mut out);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// [`to_json`](Self::to_json) into `out`.
+    pub(super) fn write_json(&self, out: &mut dyn Write) -> io::Result<()> {
+        let mut json = JsonWriter::start(out, &self.format, self.version)?;
+        for entry in &self.files {
+            json.entry(entry)?;
+        }
+        json.end()
     }
 
     /// How many file entries (not directories).
@@ -244,5 +254,81 @@ impl Backup {
     /// How many empty-directory entries.
     pub fn directory_count(&self) -> usize {
         self.files.iter().filter(|e| e.directory).count()
+    }
+}
+
+/// Writes a backup document one entry at a time, laid out as
+/// `serde_json`'s pretty printer lays out a whole [`Backup`] (so an
+/// export can stream a store of any size, one file in memory at a time).
+pub(super) struct JsonWriter<'a> {
+    out: &'a mut dyn Write,
+    empty: bool,
+}
+
+impl<'a> JsonWriter<'a> {
+    /// Writes the header, up to the opening of `files`.
+    pub(super) fn start(out: &'a mut dyn Write, format: &str, version: u32) -> io::Result<Self> {
+        out.write_all(b"{\n  \"format\": ")?;
+        serde_json::to_writer(&mut *out, format)?;
+        write!(out, ",\n  \"version\": {version},\n  \"files\": [")?;
+        Ok(JsonWriter { out, empty: true })
+    }
+
+    /// Writes one entry of `files`.
+    pub(super) fn entry(&mut self, entry: &Entry) -> io::Result<()> {
+        let open: &[u8] = if self.empty { b"\n    {" } else { b",\n    {" };
+        self.out.write_all(open)?;
+        self.empty = false;
+        // `directory` is the one field that is not a string.
+        let fields = [
+            ("path", Some(entry.path.as_str())),
+            ("text", entry.text.as_deref()),
+            ("base64", entry.base64.as_deref()),
+            ("directory", entry.directory.then_some("true")),
+            ("modified", entry.modified.as_deref()),
+        ];
+        let present = fields.into_iter().filter_map(|(n, v)| v.map(|v| (n, v)));
+        for (i, (name, value)) in present.enumerate() {
+            let sep = if i == 0 { "\n      " } else { ",\n      " };
+            write!(self.out, "{sep}\"{name}\": ")?;
+            if name == "directory" {
+                self.out.write_all(value.as_bytes())?;
+            } else {
+                serde_json::to_writer(&mut *self.out, value)?;
+            }
+        }
+        self.out.write_all(b"\n    }")
+    }
+
+    /// Closes `files` and the document, with a final newline.
+    pub(super) fn end(self) -> io::Result<()> {
+        let close: &[u8] = if self.empty { b"]\n}\n" } else { b"\n  ]\n}\n" };
+        self.out.write_all(close)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Backup, Entry};
+
+    /// The streamed layout is `serde_json`'s pretty one, byte for byte.
+    #[test]
+    fn the_streamed_document_is_the_pretty_printed_one() {
+        let empty = Backup::new(Vec::new());
+        let mut files = vec![
+            Entry::file(
+                "/memories/a.md",
+                b"alpha\n\"quoted\" \x01\t\\ \xc3\xa9".to_vec(),
+                None,
+            ),
+            Entry::file("/memories/b.bin", vec![0xff, 0, 1], None),
+            Entry::directory("/memories/empty"),
+        ];
+        files[0].modified = Some("2025-01-02T03:04:05.678Z".to_owned());
+        for backup in [empty, Backup::new(files)] {
+            let mut pretty = serde_json::to_string_pretty(&backup).expect("serialize");
+            pretty.push('\n');
+            assert_eq!(backup.to_json(), pretty);
+        }
     }
 }

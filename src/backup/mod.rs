@@ -4,34 +4,42 @@
 //!
 //! - [`format`](mod@format): the document, [`Backup`] and its [`Entry`]s, and its
 //!   versions (version 1 documents are still read; newer ones are refused).
-//! - `export`: [`Backup::of_store`] reads a store (only reads it).
+//! - `export`: [`Backup::of_store`] reads a store into memory;
+//!   [`Backup::write_store`] streams it, one file at a time, refusing
+//!   first what an import with the same limits would refuse (both only
+//!   read the store).
 //! - `plan`: everything an import checks before it writes.
 //! - `restore`: [`Backup::restore`] writes all or nothing.
-//! - `file`: [`Backup::write_to_file`], atomic and private.
+//! - `output`: [`OutputFile`], where a backup written to a path goes: a
+//!   regular file replaced atomically and privately, a FIFO or device
+//!   written into, anything else refused.
 //!
 //! ```
-//! use claude_memory::backup::{Backup, ImportOptions};
+//! use claude_memory::backup::{Backup, ExportOptions, ImportOptions};
 //! use claude_memory::{Config, InMemoryStore};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let from = InMemoryStore::new();
-//! let to = InMemoryStore::new();
-//! let json = Backup::of_store(&from)?.to_json();
-//! let options = ImportOptions::new().limits_of(&Config::default());
-//! Backup::from_json(&json)?.restore(&to, &options)?;
+//! let (from, to, config) = (InMemoryStore::new(), InMemoryStore::new(), Config::default());
+//! // Into any writer (a file, stdout), one file in memory at a time.
+//! let mut json = Vec::new();
+//! Backup::write_store(&from, &mut json, &ExportOptions::new().limits_of(&config))?;
+//! let options = ImportOptions::new().limits_of(&config);
+//! Backup::from_json(std::str::from_utf8(&json)?)?.restore(&to, &options)?;
 //! # Ok(())
 //! # }
 //! ```
 
 mod export;
-mod file;
 pub mod format;
+mod output;
 mod plan;
 mod restore;
 
 use serde_json::Value;
 
+pub use export::{ExportError, ExportOptions, ExportProblem, ExportSummary};
 pub use format::{Backup, Content, Entry, FORMAT, FormatError, OLDEST_VERSION, VERSION};
+pub use output::OutputFile;
 pub use plan::{ImportOptions, Problem};
 pub use restore::ImportReport;
 

@@ -580,12 +580,17 @@ impl<S: MemoryStore> HistoryStore<S> {
         }
     }
 
-    /// The files at or below `path` (none if missing).
+    /// The files at or below `path` (none if missing). A symbolic link
+    /// (filesystem store) is no file of the memory (listings leave it out,
+    /// no command reads it), so it has no version: the store's own delete
+    /// or rename acts on a final link itself, or refuses a path that meets
+    /// one on the way.
     pub(super) fn paths_below(&self, path: &MemoryPath) -> StoreResult<Vec<MemoryPath>> {
-        match self.inner.stat(path)? {
-            None => Ok(Vec::new()),
-            Some(m) if m.kind == EntryKind::File => Ok(vec![path.clone()]),
-            Some(_) => {
+        match self.inner.stat(path) {
+            Ok(None) | Err(StoreError::Symlink { .. }) => Ok(Vec::new()),
+            Err(e) => Err(e),
+            Ok(Some(m)) if m.kind == EntryKind::File => Ok(vec![path.clone()]),
+            Ok(Some(_)) => {
                 let mut out = Vec::new();
                 walk(&self.inner, path, Order::ByName, &mut |step| {
                     if let Step::File { dir, entry, .. } = step

@@ -104,8 +104,13 @@ impl<S: MemoryStore> MemoryStore for HistoryStore<S> {
             return self.inner.rename(from, to);
         }
         self.serialized(from, |index| {
-            if self.inner.stat(to)?.is_some() {
-                return self.inner.rename(from, to); // refused: it exists
+            match self.inner.stat(to) {
+                Ok(None) => {}
+                // Something is there (a symbolic link too): the store refuses.
+                Ok(Some(_)) | Err(StoreError::Symlink { .. }) => {
+                    return self.inner.rename(from, to);
+                }
+                Err(e) => return Err(e),
             }
             let versions = self.leaving_all(index, from, Some(to))?;
             self.change(index, from, versions, || self.inner.rename(from, to))

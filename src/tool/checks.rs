@@ -10,7 +10,7 @@ use super::MemoryTool;
 use crate::path::MemoryPath;
 use crate::policy::Decision;
 use crate::render;
-use crate::store::{EntryKind, Flow, MemoryStore, Order, Step, walk};
+use crate::store::{EntryKind, Flow, MemoryStore, Order, Step, StoreError, walk};
 
 impl<S: MemoryStore> MemoryTool<S> {
     /// The content policy's verdict on a write: the text to write, or the
@@ -105,13 +105,14 @@ impl<S: MemoryStore> MemoryTool<S> {
     }
 
     /// The deepest entry below `from` (a directory), in segments below
-    /// `from`: 0 for an empty directory or a file.
+    /// `from`: 0 for an empty directory, a file or a symbolic link (which
+    /// a rename moves itself).
     pub(super) fn depth_below(&self, from: &MemoryPath, raw: &str) -> Result<usize, String> {
-        let is_dir = self
-            .store
-            .stat(from)
-            .map_err(|e| render::storage_failure(&e, raw))?
-            .is_some_and(|m| m.kind == EntryKind::Directory);
+        let is_dir = match self.store.stat(from) {
+            Ok(m) => m.is_some_and(|m| m.kind == EntryKind::Directory),
+            Err(StoreError::Symlink { .. }) => false,
+            Err(e) => return Err(render::storage_failure(&e, raw)),
+        };
         if !is_dir {
             return Ok(0);
         }

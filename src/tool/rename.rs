@@ -30,11 +30,12 @@ impl<S: MemoryStore> MemoryTool<S> {
         // Checked here, above the trait, so no store can move an entry
         // past the path limit (the built-in stores check it again under
         // their lock, atomically with the move).
-        if let Some(limit) = self
-            .too_deep(&from, &to)
-            .map_err(|e| render::storage_failure(&e, old_raw))?
-        {
-            return Err(render::rename_too_deep(old_raw, new_raw, limit));
+        match self.too_deep(&from, &to) {
+            Ok(Some(limit)) => return Err(render::rename_too_deep(old_raw, new_raw, limit)),
+            // A symbolic link at either end (a final one is moved itself,
+            // or is in the way) or on the way: the store answers.
+            Ok(None) | Err(StoreError::Symlink { .. }) => {}
+            Err(e) => return Err(render::storage_failure(&e, old_raw)),
         }
         if self.config.max_path_segments.is_some() {
             let deepest = to.components().len() + self.depth_below(&from, old_raw)?;

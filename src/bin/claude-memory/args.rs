@@ -117,8 +117,12 @@ pub enum Command {
     /// Every file, hidden ones included (UTF-8 as text, others as base64),
     /// with its modification time, and every empty directory:
     /// {"format": "claude-memory-export", "version": 2, "files": [{"path",
-    /// "text" | "base64" | "directory": true, "modified"}]}. With --output,
-    /// the file is written atomically, mode 0600. Only reads the store.
+    /// "text" | "base64" | "directory": true, "modified"}]}, streamed. A
+    /// file over --max-file-size (or a total over --max-store-size), which
+    /// import would refuse, refuses the export. With --output, a regular
+    /// file is replaced atomically (mode 0600); a FIFO or device such as
+    /// /dev/stdout is written into; a directory is refused. Only reads
+    /// the store.
     Export {
         /// Write to FILE instead of stdout ("-" is stdout)
         #[arg(long, short, value_name = "FILE")]

@@ -3,67 +3,77 @@
 use std::io::{self, Read, Write};
 use std::path::Path;
 
-use claude_memory::backup::{Backup, ImportOptions};
+use claude_memory::backup::{
+    Backup, ExportError, ExportOptions, ExportProblem, ImportOptions, OutputFile,
+};
 
 use crate::output::{Failure, Outcome, count, err, failed, out, stdout_error};
 
 /// `encrypted`: `tool` is an encrypted store's wrapped store (the backup
 /// is its ciphertext); the count then leaves out the wrapper's own files
 /// (the key record), so it counts memories as a plaintext export does.
+/// The backup is streamed, and refused first if a name cannot be spelled
+/// or a file is over the limits an import with the same flags applies.
 pub fn export(tool: &crate::Tool, output: Option<&Path>, encrypted: bool) -> Outcome {
-    let backup = Backup::of_store(tool.store()).map_err(failed)?;
-    if !backup.unspellable.is_empty() {
-        return Err(Failure::Failed(format!(
-            "nothing was exported: the store holds {} no memory path can spell (made outside the store, or by a release with looser rules, such as names not in NFC), which a backup would silently miss: {}; rename them on disk, then export again",
-            count(backup.unspellable.len(), "entry", "entries"),
-            backup.unspellable.join(", ")
-        )));
-    }
+    let options = ExportOptions::new().limits_of(tool.config());
+    let Some(file) = output.filter(|file| file.as_os_str() != "-") else {
+        let mut stdout = io::BufWriter::new(io::stdout().lock());
+        Backup::write_store(tool.store(), &mut stdout, &options)
+            .map_err(|e| export_failure(e, stdout_error))?;
+        return stdout.flush().map_err(stdout_error);
+    };
+    let cannot = |e: io::Error| failed(format!("cannot write {}: {e}", file.display()));
+    let mut out = OutputFile::create(file).map_err(cannot)?;
+    let summary = Backup::write_store(tool.store(), &mut out, &options)
+        .map_err(|e| export_failure(e, cannot))?;
+    out.finish().map_err(cannot)?;
     // The wrapper's own files sit in the root, named with its prefix
     // (which no encrypted name, being base32, can take).
     let own = if encrypted {
-        backup
+        summary
             .files
             .iter()
-            .filter(|e| {
-                e.path
-                    .strip_prefix("/memories/")
+            .filter(|path| {
+                path.strip_prefix("/memories/")
                     .is_some_and(|n| !n.contains('/') && n.starts_with("_claude-memory-"))
             })
             .count()
     } else {
         0
     };
-    let summary = format!(
-        "{}{} and {}",
-        count(backup.file_count().saturating_sub(own), "file", "files"),
+    err(format_args!(
+        "exported {}{} and {} to {}",
+        count(summary.files.len().saturating_sub(own), "file", "files"),
         if encrypted {
             " (encrypted, with the store's key record)"
         } else {
             ""
         },
-        count(
-            backup.directory_count(),
-            "empty directory",
-            "empty directories"
-        )
-    );
-    match output.filter(|file| file.as_os_str() != "-") {
-        None => {
-            let mut stdout = io::stdout().lock();
-            stdout
-                .write_all(backup.to_json().as_bytes())
-                .and_then(|()| stdout.flush())
-                .map_err(stdout_error)?;
-        }
-        Some(file) => {
-            backup
-                .write_to_file(file)
-                .map_err(|e| failed(format!("cannot write {}: {e}", file.display())))?;
-            err(format_args!("exported {summary} to {}", file.display()));
-        }
-    }
+        count(summary.directories, "empty directory", "empty directories"),
+        file.display()
+    ));
     Ok(())
+}
+
+/// An export's failure; `io` says what a write error means.
+fn export_failure(e: ExportError, io: impl Fn(io::Error) -> Failure) -> Failure {
+    match e {
+        ExportError::Io(e) => io(e),
+        ExportError::Refused(problems) => {
+            let limits = problems.iter().any(|p| {
+                matches!(
+                    p,
+                    ExportProblem::FileTooLarge { .. } | ExportProblem::StoreTooLarge { .. }
+                )
+            });
+            let mut text = ExportError::Refused(problems).to_string();
+            if limits {
+                text.push_str("\n(the limits are --max-file-size and --max-store-size: to back such files up, raise them for both the export and the import)");
+            }
+            Failure::Failed(text)
+        }
+        e => failed(e),
+    }
 }
 
 /// Reads and parses the backup `file` ("-" for stdin): done before the
