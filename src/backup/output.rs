@@ -54,6 +54,8 @@ enum Target {
     /// A regular file: replaced.
     Regular,
     /// A FIFO or a character device (a terminal included): written into.
+    /// Only Unix tells these apart from other special files.
+    #[cfg_attr(not(unix), allow(dead_code))]
     Stream,
 }
 
