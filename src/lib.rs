@@ -36,21 +36,33 @@
 //!   for a single machine.
 //! - `PostgresStore` (feature `postgres`): a shared database for many agent
 //!   processes on many machines.
+//! - `CloudStore` (features `cloud`, `s3`, `azure`, `gcs`): objects in a
+//!   bucket or container, through object_store.
+//! - `EncryptedStore` (feature `encryption`): contents and names sealed
+//!   over any of the above.
 //! - [`TenantStore`]: one tenant's `/memories` inside any of the above.
 //! - [`HistoryStore`](history::HistoryStore): any of the above with every
 //!   change kept as a version: list, diff, revert, restore, redact, prune.
 //!
 //! # Features
 //!
-//! | feature | adds |
-//! | --- | --- |
-//! | `tokio` | `AsyncMemoryTool`: the handler on Tokio's blocking pool |
-//! | `sqlite` | `SqliteStore` (bundled SQLite) |
-//! | `postgres` | `PostgresStore` |
-//! | `cli` | the `claude-memory` command-line tool |
-//! | `tracing` | one `tracing` span per command (no file content) |
-//! | `mcp` | [`mcp`]: the tool served over the Model Context Protocol (stdio, streamable HTTP) |
-//! | `conformance` | the `conformance` suite, to prove your own store |
+//! No feature is on by default.
+//!
+//! | feature | adds | turn it on when |
+//! | --- | --- | --- |
+//! | `tokio` | `AsyncMemoryTool`, `AsyncRunner`: the handler on Tokio's blocking pool | your agent is async |
+//! | `sqlite` | `SqliteStore` (bundled SQLite) | one machine, one durable file |
+//! | `postgres` | `PostgresStore` (tokio-postgres, a pool, rustls) | many agent processes on many machines |
+//! | `cloud` | `CloudStore` over any `object_store` backend you build | you bring your own `ObjectStore` |
+//! | `cloud-http` | object_store's HTTP client (reqwest, rustls) for `cloud` | a backend over HTTP, without the presets below |
+//! | `s3` | `CloudStore` on Amazon S3 and S3-compatible services | memories in an S3 bucket |
+//! | `azure` | `CloudStore` on Azure Blob Storage | memories in an Azure container |
+//! | `gcs` | `CloudStore` on Google Cloud Storage | memories in a GCS bucket |
+//! | `encryption` | `EncryptedStore`: contents and names sealed over any store | the storage is not trusted with plaintext |
+//! | `mcp` | `claude_memory::mcp`: the tool over MCP (stdio, streamable HTTP) | other clients share the memory |
+//! | `tracing` | one `tracing` span per command (never file content) | you collect traces |
+//! | `cli` | the `claude-memory` command-line tool (with `sqlite`, `encryption`) | you install the tool |
+//! | `conformance` | the suite every `MemoryStore` must pass, for your tests | you write your own store |
 //!
 //! # Where things live
 //!
@@ -165,3 +177,37 @@ pub use tool::MemoryTool;
 #[cfg(all(doctest, claude_memory_suite))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The Rust blocks of the pages under `docs/`, compiled as doc tests the
+/// same way.
+#[cfg(all(doctest, claude_memory_suite))]
+pub mod docs_doctests {
+    #[doc = include_str!("../docs/loop.md")]
+    pub struct Loop;
+    #[doc = include_str!("../docs/mcp.md")]
+    pub struct Mcp;
+    #[doc = include_str!("../docs/configuration.md")]
+    pub struct Configuration;
+    #[doc = include_str!("../docs/history.md")]
+    pub struct History;
+    #[doc = include_str!("../docs/encryption.md")]
+    pub struct Encryption;
+    #[doc = include_str!("../docs/stores.md")]
+    pub struct Stores;
+    #[doc = include_str!("../docs/cloud.md")]
+    pub struct Cloud;
+    #[doc = include_str!("../docs/sql.md")]
+    pub struct Sql;
+    #[doc = include_str!("../docs/production.md")]
+    pub struct Production;
+    #[doc = include_str!("../docs/safety.md")]
+    pub struct Safety;
+    #[doc = include_str!("../docs/testing.md")]
+    pub struct Testing;
+    #[doc = include_str!("../docs/behaviour.md")]
+    pub struct Behaviour;
+    #[doc = include_str!("../docs/design.md")]
+    pub struct Design;
+    #[doc = include_str!("../docs/performance.md")]
+    pub struct Performance;
+}

@@ -314,3 +314,36 @@ fn a_mistyped_store_url_is_echoed_without_its_password() {
         assert!(err.contains("u:***@127.0.0.1"), "{err}");
     }
 }
+
+/// A newcomer coming from sqlx writes `sqlite://mem.db`: it names the file
+/// `mem.db`, as `sqlite:mem.db` does.
+#[test]
+fn sqlx_style_sqlite_urls_name_the_same_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let create = r#"{"command":"create","path":"/memories/a.md","file_text":"hi\n"}"#;
+    let out = run(dir.path(), &["--store", "sqlite://mem.db", "serve"], create);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(dir.path().join("mem.db").is_file());
+    let out = run(
+        dir.path(),
+        &["--store", "sqlite:mem.db", "view", "/memories/a.md"],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(text(&out.stdout).contains("hi"), "{out:?}");
+}
+
+/// `--store mem.db` on a SQLite file: the error says to write `sqlite:`.
+#[test]
+fn a_sqlite_file_given_as_a_directory_store_suggests_the_sqlite_prefix() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let create = r#"{"command":"create","path":"/memories/a.md","file_text":"hi\n"}"#;
+    let out = run(dir.path(), &["--store", "sqlite:mem.db", "serve"], create);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = run(dir.path(), &["--store", "mem.db", "view", "/memories"], "");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        text(&out.stderr).contains("--store sqlite:mem.db"),
+        "{out:?}"
+    );
+}

@@ -124,3 +124,106 @@ fn where_things_live_names_only_what_a_user_can_open() {
         }
     }
 }
+
+/// The features named in the first column of the table that starts with
+/// `| feature |` in `text`.
+fn feature_table(text: &str) -> std::collections::BTreeSet<String> {
+    let table = text
+        .split("| feature |")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no feature table"));
+    table
+        .lines()
+        .skip(2) // the rest of the header row, and the separator
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| l.split('`').nth(1).map(str::to_owned))
+        .collect()
+}
+
+/// The features `Cargo.toml` declares.
+fn cargo_features() -> std::collections::BTreeSet<String> {
+    let manifest = read("Cargo.toml");
+    let section = manifest
+        .split("\n[features]\n")
+        .nth(1)
+        .and_then(|s| s.split("\n[").next())
+        .expect("a [features] section");
+    section
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with(' ') && l.contains(" = "))
+        .filter_map(|l| l.split(" = ").next())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| name != "default")
+        .collect()
+}
+
+#[test]
+fn the_readme_and_the_crate_docs_list_every_feature_and_no_other() {
+    let features = cargo_features();
+    assert!(
+        features.contains("mcp") && features.contains("gcs"),
+        "{features:?}"
+    );
+    assert_eq!(feature_table(&read("README.md")), features, "README.md");
+    assert_eq!(feature_table(&crate_docs()), features, "src/lib.rs");
+}
+
+/// What `claude-memory --help` lists under a heading (`Commands:`,
+/// `Store options:`): each entry's name (`view`, `--store`).
+fn help_entries(help: &str, heading: &str) -> Vec<String> {
+    help.split(heading)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no {heading} in --help:\n{help}"))
+        .lines()
+        .skip(1)
+        .take_while(|l| l.is_empty() || l.starts_with(' '))
+        .filter_map(|l| {
+            let indent = l.len() - l.trim_start().len();
+            let first = l.split_whitespace().next()?;
+            // A command at two spaces; an option line starts with a dash
+            // (`-h, --help`, `--root <DIR>`); description lines are deeper.
+            if first.starts_with('-') {
+                l.split_whitespace().find(|w| w.starts_with("--"))
+            } else if indent == 2 {
+                Some(first)
+            } else {
+                None
+            }
+        })
+        .map(|w| w.trim_end_matches(',').to_owned())
+        .collect()
+}
+
+#[test]
+fn the_readme_cli_summary_names_every_subcommand_and_store_option_help_has() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_claude-memory-cli"))
+        .arg("--help")
+        .output()
+        .expect("run the CLI");
+    let help = String::from_utf8_lossy(&out.stdout).into_owned();
+    let readme = read("README.md");
+    let summary = readme
+        .split("## The command-line tool")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("the README's CLI section");
+    let commands = help_entries(&help, "Commands:");
+    assert!(commands.len() >= 10, "{commands:?}");
+    for command in commands.iter().filter(|c| *c != "help") {
+        assert!(
+            summary.contains(&format!("`{command}")),
+            "the README's CLI summary lacks `{command}`"
+        );
+    }
+    let options = help_entries(&help, "Store options:");
+    assert!(options.len() >= 10, "{options:?}");
+    for option in options.iter().filter(|o| o.starts_with("--")) {
+        if matches!(option.as_str(), "--help" | "--version") {
+            continue;
+        }
+        assert!(
+            summary.contains(&format!("`{option}")),
+            "the README's CLI summary lacks `{option}`"
+        );
+    }
+}

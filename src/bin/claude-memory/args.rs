@@ -6,9 +6,10 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 
 const AFTER_HELP: &str = "\
-STORE is a directory, sqlite:PATH (a SQLite database file) or a
-postgres:// / postgresql:// URL. Without --store or --root, CLAUDE_MEMORY_STORE
-is used, then CLAUDE_MEMORY_DIR (a directory).
+STORE is a directory, sqlite:PATH (a SQLite database file; sqlite://PATH
+too), a postgres:// / postgresql:// URL, or object storage: s3://BUCKET/PREFIX,
+az://CONTAINER/PREFIX, gs://BUCKET/PREFIX. Without --store or --root,
+CLAUDE_MEMORY_STORE is used, then CLAUDE_MEMORY_DIR (a directory).
 
 view, export, stats, prune --dry-run, history, show and diff only read:
 they never create or change a store, and fail if it does not exist.
@@ -28,53 +29,95 @@ Exit status: 0 success, 1 the operation failed, 2 usage error.";
     max_term_width = 100
 )]
 pub struct Cli {
-    /// The store: a directory, sqlite:PATH or a postgres:// URL
+    /// The store: a directory, sqlite:PATH, a postgres:// URL, or s3://, az://, gs://BUCKET/PREFIX
     /// [env: CLAUDE_MEMORY_STORE]
-    #[arg(long, global = true, value_name = "STORE")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Store options",
+        value_name = "STORE"
+    )]
     pub store: Option<String>,
 
     /// A directory store (same as --store DIR) [env: CLAUDE_MEMORY_DIR]
-    #[arg(long, global = true, value_name = "DIR", conflicts_with = "store")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Store options",
+        value_name = "DIR",
+        conflicts_with = "store"
+    )]
     pub root: Option<PathBuf>,
 
     /// Characters a view shows before truncating [default: 16000]
-    #[arg(long, global = true, value_name = "CHARS")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Store options",
+        value_name = "CHARS"
+    )]
     pub view_limit: Option<usize>,
 
     /// Largest file a write or an import may bring, in bytes [default: 1048576]
-    #[arg(long, global = true, value_name = "BYTES")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Store options",
+        value_name = "BYTES"
+    )]
     pub max_file_size: Option<u64>,
 
     /// Largest total of the store, in bytes [default: none]
-    #[arg(long, global = true, value_name = "BYTES")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Store options",
+        value_name = "BYTES"
+    )]
     pub max_store_size: Option<u64>,
 
     /// Limits profile: `managed` applies Anthropic's managed Memory Stores
     /// limits (20 path segments, 100 kB per memory, 2,000 memories);
     /// --max-file-size still overrides [default: none]
-    #[arg(long, global = true, value_name = "PROFILE", value_enum)]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Store options",
+        value_name = "PROFILE",
+        value_enum
+    )]
     pub profile: Option<Profile>,
 
     /// Keep every change serve, import and prune make as a version (see
     /// `history`) [default: off]
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Store options")]
     pub history: bool,
 
     /// Open the store encrypted with this key file (32 bytes, mode 0600,
     /// from `keygen`); repeat for older keys, the first is the primary
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Store options",
+        value_name = "FILE"
+    )]
     pub key_file: Vec<PathBuf>,
 
     /// Open the store encrypted with the passphrase in FILE's first line
     /// (Argon2id); after any --key-file
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Store options",
+        value_name = "FILE"
+    )]
     pub passphrase_file: Option<PathBuf>,
 
     /// One tenant's memories in a shared store: its rows of a SQL store
     /// (`for_tenant`), or its directory below a directory store
     /// (`TenantStore`), for every subcommand. Lowercase ASCII letters,
     /// digits, `_`, `-` and `.`, 1 to 64 bytes
-    #[arg(long, global = true, value_name = "ID")]
+    #[arg(long, global = true, help_heading = "Store options", value_name = "ID")]
     pub tenant: Option<String>,
 
     #[command(subcommand)]

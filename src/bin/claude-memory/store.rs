@@ -54,7 +54,12 @@ impl StoreSpec {
                 "sqlite" if rest.is_empty() => Err(Failure::Usage(
                     "sqlite: needs a path, as in sqlite:memory.db".into(),
                 )),
-                "sqlite" => Ok(StoreSpec::Sqlite(PathBuf::from(rest))),
+                // sqlx's spelling, `sqlite://PATH`, names the same file.
+                "sqlite" => Ok(StoreSpec::Sqlite(PathBuf::from(
+                    rest.strip_prefix("//")
+                        .filter(|p| !p.is_empty())
+                        .unwrap_or(rest),
+                ))),
                 "postgres" | "postgresql" if rest.starts_with("//") => {
                     Ok(StoreSpec::Postgres(text.to_owned()))
                 }
@@ -71,7 +76,7 @@ impl StoreSpec {
         }
         if text.is_empty() {
             return Err(Failure::Usage(
-                "the store is empty: give a directory, sqlite:PATH or a postgres:// URL".into(),
+                "the store is empty: give a directory, sqlite:PATH, a postgres:// URL or s3://, az://, gs://BUCKET/PREFIX".into(),
             ));
         }
         Ok(StoreSpec::Dir(PathBuf::from(text)))
@@ -173,8 +178,11 @@ fn open_base(
                         io::ErrorKind::NotFound => format!(
                             "no memory store at {shown}: the directory does not exist (mistyped? `serve` or `import` create one)"
                         ),
+                        io::ErrorKind::NotADirectory if is_sqlite_file(dir) => format!(
+                            "cannot open the store {shown}: it is a SQLite database, not a directory (write --store sqlite:{shown})"
+                        ),
                         io::ErrorKind::NotADirectory => {
-                            format!("cannot open the store {shown}: it is not a directory")
+                            format!("cannot open the store {shown}: it is not a directory (a directory, sqlite:PATH, postgres://, s3://, az:// or gs://)")
                         }
                         io::ErrorKind::PermissionDenied if access != Access::Read => {
                             needs_write_access(&shown.to_string(), "the directory, to take its lock and write")
@@ -188,6 +196,16 @@ fn open_base(
         StoreSpec::Postgres(url) => open_postgres(url, tenant),
         StoreSpec::Cloud(url) => crate::cloud::open(url),
     }
+}
+
+/// Whether `path` is a file that starts with SQLite's header, so a
+/// `--store mem.db` meant as a database can be told to say `sqlite:`.
+fn is_sqlite_file(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == b"SQLite format 3\0")
 }
 
 #[cfg(feature = "sqlite")]
