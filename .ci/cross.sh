@@ -16,12 +16,15 @@ if ! command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || ! [ -x /usr/lib/wine/w
 fi
 
 echo "== cargo clippy --target x86_64-pc-windows-gnu (library, examples, CLI, tests)"
-cargo clippy --target x86_64-pc-windows-gnu -p claude-memory --all-targets --features cli,tokio,tracing -- -D warnings
+cargo clippy --target x86_64-pc-windows-gnu -p claude-memory --all-targets --features tokio,tracing -- -D warnings
+cargo clippy --target x86_64-pc-windows-gnu -p claude-memory-cli -- -D warnings
 cargo clippy --target x86_64-pc-windows-gnu -p claude-memory-suite --all-targets \
   --no-default-features --features cli,tokio,tracing,conformance -- -D warnings
 echo "== cargo clippy --target x86_64-apple-darwin (library, examples, CLI)"
 LIBSQLITE3_SYS_USE_PKG_CONFIG=1 SQLITE3_LIB_DIR=/nonexistent \
-  cargo clippy --target x86_64-apple-darwin -p claude-memory --lib --bins --examples --features cli,tokio -- -D warnings
+  cargo clippy --target x86_64-apple-darwin -p claude-memory --lib --examples --features tokio -- -D warnings
+LIBSQLITE3_SYS_USE_PKG_CONFIG=1 SQLITE3_LIB_DIR=/nonexistent \
+  cargo clippy --target x86_64-apple-darwin -p claude-memory-cli -- -D warnings
 
 if [ "${CLAUDE_MEMORY_SKIP_WINE:-0}" = 1 ]; then
   echo "== Wine run skipped (CLAUDE_MEMORY_SKIP_WINE=1)"

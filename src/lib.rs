@@ -61,7 +61,6 @@
 //! | `encryption` | `EncryptedStore`: contents and names sealed over any store | the storage is not trusted with plaintext |
 //! | `mcp` | `claude_memory::mcp`: the tool over MCP (stdio, streamable HTTP) | other clients share the memory |
 //! | `tracing` | one `tracing` span per command (never file content) | you collect traces |
-//! | `cli` | the `claude-memory` command-line tool (with `sqlite`, `encryption`) | you install the tool |
 //! | `conformance` | the suite every `MemoryStore` must pass, for your tests | you write your own store |
 //!
 //! # Where things live

@@ -25,10 +25,19 @@ def span(text, name):
     return m.end(), end
 
 
+# What the suite adds for the CLI (cli/Cargo.toml), kept after this line.
+CLI = "# The CLI's own (cli/Cargo.toml): the suite builds its sources too.\n"
+
+
+def cli_tail(body):
+    at = body.find(CLI)
+    return "\n" + body[at:].rstrip("\n") + "\n\n" if at >= 0 else ""
+
+
 for name in ["dependencies", "target.'cfg(unix)'.dependencies", "target.'cfg(windows)'.dependencies"]:
     cs, ce = span(crate, name)
     ss, se = span(suite, name)
-    body = crate[cs:ce].rstrip("\n") + "\n"
+    body = crate[cs:ce].rstrip("\n") + "\n" + cli_tail(suite[ss:se])
     suite = suite[:ss] + body + suite[se:]
 
 cs, ce = span(crate, "features")
@@ -36,7 +45,7 @@ ss, se = span(suite, "features")
 features = suite[ss:se]
 default = re.search(r"^default = .*\n", features, re.M)
 head = features[: default.end()]
-suite = suite[:ss] + head + crate[cs:ce].rstrip("\n") + "\n" + suite[se:]
+suite = suite[:ss] + head + crate[cs:ce].rstrip("\n") + "\n" + cli_tail(features) + suite[se:]
 
 version = re.search(r'^\[package\]\n(?:.*\n)*?version = "([^"]+)"', crate, re.M).group(1)
 suite = re.sub(r'^(version = )"[^"]+"', lambda m: f'{m.group(1)}"{version}"', suite, count=1, flags=re.M)

@@ -88,7 +88,7 @@ fn tenant_reaches_one_tenants_memories_on_every_store() {
         }
     } else {
         println!(
-            "skipped: the PostgreSQL part (set CLAUDE_MEMORY_TEST_POSTGRES_URL and build with --features cli,postgres)"
+            "skipped: the PostgreSQL part (set CLAUDE_MEMORY_TEST_POSTGRES_URL and build the suite with its default features)"
         );
     }
     let tenant = format!("t{}", std::process::id());

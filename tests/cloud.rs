@@ -1,6 +1,6 @@
 //! `CloudStore` against real servers: moto's S3 server and Azurite (the
 //! Azure Storage emulator), both started by `.ci/cloud.sh` (`source
-//! .ci/cloud.sh`, then `cargo test --features cli,s3,azure --test cloud`).
+//! .ci/cloud.sh`, then `cargo test -p claude-memory-suite --test cloud`).
 //! Without their endpoints (CLAUDE_MEMORY_TEST_S3_ENDPOINT,
 //! CLAUDE_MEMORY_TEST_AZURE_ENDPOINT) each test prints "skipped: …" and
 //! passes, unless CLAUDE_MEMORY_REQUIRE_CLOUD=1.

@@ -29,6 +29,15 @@ fn section<'a>(manifest: &'a str, name: &str) -> &'a str {
     &rest[..end]
 }
 
+/// A suite section split at the line after which it adds what the CLI's
+/// sources need (`cli/Cargo.toml`'s dependencies, the suite's `cli` feature).
+fn without_cli(section: &str) -> (&str, &str) {
+    const CLI: &str = "# The CLI's own (cli/Cargo.toml)";
+    section
+        .find(CLI)
+        .map_or((section, ""), |at| (&section[..at], &section[at..]))
+}
+
 #[test]
 fn every_file_in_tests_is_a_suite_test() {
     let manifest = read(&repo().join("suite/Cargo.toml"));
@@ -53,18 +62,30 @@ fn every_file_in_tests_is_a_suite_test() {
 fn dependencies_and_features_mirror_the_crate() {
     let crate_manifest = read(&repo().join("Cargo.toml"));
     let suite = read(&repo().join("suite/Cargo.toml"));
+    let cli_manifest = read(&repo().join("cli/Cargo.toml"));
     for name in [
         "dependencies",
         "target.'cfg(unix)'.dependencies",
         "target.'cfg(windows)'.dependencies",
     ] {
+        let (suite_section, cli_part) = without_cli(section(&suite, name));
+        // What the suite adds for the CLI is the CLI package's own
+        // dependency, made optional behind the suite's `cli` feature.
+        for line in cli_part.lines().filter(|l| l.contains(" = {")) {
+            let plain = line.replace(", optional = true", "");
+            assert!(
+                cli_manifest.contains(&plain),
+                "the suite's CLI dependency {line:?} differs from cli/Cargo.toml's"
+            );
+        }
         assert_eq!(
-            section(&suite, name).trim(),
+            suite_section.trim(),
             section(&crate_manifest, name).trim(),
             "[{name}] differs between Cargo.toml and suite/Cargo.toml: run `python3 suite/sync-manifest.py`"
         );
     }
-    let suite_features: String = section(&suite, "features")
+    let suite_features: String = without_cli(section(&suite, "features"))
+        .0
         .lines()
         .skip_while(|l| !l.starts_with("default = "))
         .skip(1)

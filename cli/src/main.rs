@@ -1,4 +1,4 @@
-//! `claude-memory`: operate a memory store from the shell (feature `cli`).
+//! `claude-memory`: operate a memory store from the shell (package `claude-memory-cli`).
 //!
 //! - `args`: the command line (clap).
 //! - `store`: which store it names, opened read-only or for writing.

@@ -263,7 +263,7 @@ fn open_sqlite(
     _: Access,
 ) -> Result<Box<dyn MemoryStore>, Failure> {
     Err(Failure::Usage(
-        "this claude-memory was built without the sqlite feature (rebuild with --features cli,sqlite)".into(),
+        "this claude-memory was built without the sqlite feature (reinstall with the default features: cargo install claude-memory-cli)".into(),
     ))
 }
 
@@ -311,6 +311,6 @@ fn open_postgres(url: &str, tenant: Option<&TenantId>) -> Result<Box<dyn MemoryS
 #[cfg(not(feature = "postgres"))]
 fn open_postgres(_: &str, _: Option<&TenantId>) -> Result<Box<dyn MemoryStore>, Failure> {
     Err(Failure::Usage(
-        "this claude-memory was built without the postgres feature (rebuild with --features cli,postgres)".into(),
+        "this claude-memory was built without the postgres feature (reinstall with: cargo install claude-memory-cli --features postgres)".into(),
     ))
 }

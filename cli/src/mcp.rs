@@ -73,7 +73,7 @@ pub fn run(
     _: McpArgs,
 ) -> crate::output::Outcome {
     Err(crate::output::Failure::Usage(
-        "this claude-memory was built without the mcp feature (rebuild with --features cli,mcp)"
+        "this claude-memory was built without the mcp feature (reinstall with the default features: cargo install claude-memory-cli)"
             .into(),
     ))
 }
