@@ -11,7 +11,7 @@
 //! - `lock`: the write lock both take around every change.
 //! - `version`: the content hash both use for compare-and-swap.
 //!
-//! The README's safety model says where the platforms' guarantees differ.
+//! docs/safety.md says where the platforms' guarantees differ.
 
 mod lock;
 #[cfg(unix)]

@@ -1,6 +1,6 @@
 //! `FilesystemStore` on Windows: memory files as real files under one root
 //! directory, with the guarantees of the Unix store where Windows allows
-//! them (README, "Safety model", says where they differ).
+//! them (docs/safety.md says where they differ).
 //!
 //! - **Containment.** The root is opened once and kept open without
 //!   `FILE_SHARE_DELETE`, so it cannot be renamed, deleted or replaced
