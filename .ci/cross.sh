@@ -30,10 +30,10 @@ if [ "${CLAUDE_MEMORY_SKIP_WINE:-0}" = 1 ]; then
   echo "== Wine run skipped (CLAUDE_MEMORY_SKIP_WINE=1)"
   return 0
 fi
-echo "== Windows tests under Wine (library, conformance, tests/windows.rs)"
+echo "== Windows tests under Wine (library, conformance, tests/stores/windows.rs)"
 export WINEDEBUG=-all WINEPREFIX="${WINEPREFIX:-$PWD/target/wineprefix}"
 built=$(cargo test --target x86_64-pc-windows-gnu -p claude-memory-suite --no-default-features \
-  --features conformance --no-run --lib --test conformance --test windows \
+  --features conformance --no-run --lib --test stores_conformance --test stores_windows \
   --message-format=json 2>/dev/null | sed -n 's/.*"executable":"\([^"]*\.exe\)".*/\1/p')
 if [ -z "$built" ]; then
   echo "no Windows test executables were built" >&2

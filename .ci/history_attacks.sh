@@ -3,7 +3,7 @@
 # the same script measures a binary before and after the fix:
 #   .ci/history_attacks.sh path/to/claude-memory [postgres://…]
 # Not part of CI's pass/fail (the tests in tests/history_attacks*.rs and
-# tests/history_writers.rs are); it prints the figures for the closing note.
+# tests/history/many_writers.rs are); it prints the figures for the closing note.
 set -uo pipefail
 CM=${1:?the claude-memory binary}
 PG=${2:-}

@@ -1,4 +1,4 @@
-# The MCP clients for tests/mcp_clients.rs, from the package registries:
+# The MCP clients for tests/mcp/official_clients.rs, from the package registries:
 # the official MCP Python SDK (`mcp` on PyPI) in a venv and the official
 # TypeScript SDK (`@modelcontextprotocol/sdk` on npm), both kept under
 # target/mcp-clients so a later run reuses them. Sourced by .ci/run before

@@ -1,7 +1,7 @@
 # Sourced by .ci/run: installs PostgreSQL from the system's packages if
 # needed, starts a throwaway cluster on a local port, creates a database and
 # exports its URL for the tests (CLAUDE_MEMORY_TEST_POSTGRES_URL).
-# tests/postgres_cluster.rs starts clusters of its own from the same
+# tests/stores/postgres_cluster.rs starts clusters of its own from the same
 # binaries (initdb, pg_ctl under runuser -u postgres, on free ports) for the
 # TLS and restart tests; CLAUDE_MEMORY_REQUIRE_POSTGRES makes them run.
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then

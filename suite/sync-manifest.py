@@ -2,7 +2,7 @@
 """Lists every file of ../tests as a [[test]], and copies the crate's [dependencies], target dependencies and [features]
 from ../Cargo.toml into suite/Cargo.toml (keeping the suite's `default`),
 and the crate's version, so the suite builds exactly the crate users get.
-tests/suite_manifest.rs fails when they drift; run this to fix it:
+tests/project/suite_manifest.rs fails when they drift; run this to fix it:
 
     python3 suite/sync-manifest.py
 """
@@ -49,11 +49,18 @@ suite = suite[:ss] + head + crate[cs:ce].rstrip("\n") + "\n" + cli_tail(features
 
 version = re.search(r'^\[package\]\n(?:.*\n)*?version = "([^"]+)"', crate, re.M).group(1)
 suite = re.sub(r'^(version = )"[^"]+"', lambda m: f'{m.group(1)}"{version}"', suite, count=1, flags=re.M)
-# One [[test]] per file in ../tests (servers.rs prints its own report, so
-# it runs without the test harness).
-tests = sorted(p.stem for p in (here.parent / "tests").glob("*.rs"))
+# One [[test]] per file in ../tests/AREA/, named AREA_FILE (the support
+# modules' folders, holding mod.rs, are not tests). project/servers.rs
+# prints its own report, so it runs without the test harness.
+SUPPORT = {"common", "cloud_support", "mcp_support", "mcp_clients"}
+tests = sorted(
+    f"{p.parent.name}/{p.stem}"
+    for p in (here.parent / "tests").glob("*/*.rs")
+    if p.parent.name not in SUPPORT
+)
 block = "".join(
-    f'[[test]]\nname = "{t}"\npath = "../tests/{t}.rs"\n' + ("harness = false\n" if t == "servers" else "")
+    f'[[test]]\nname = "{t.replace("/", "_")}"\npath = "../tests/{t}.rs"\n'
+    + ("harness = false\n" if t == "project/servers" else "")
     for t in tests
 )
 start = suite.index("[[test]]\n")

@@ -274,7 +274,7 @@ mod tests {
 
     /// The same for the history cases: every `pub fn` of
     /// `history_cases.rs` is in `HISTORY_CASES` (and the macro, whose
-    /// expansion `tests/history.rs` checks against it).
+    /// expansion `tests/history/conformance.rs` checks against it).
     #[test]
     fn every_history_case_is_listed() {
         let file = source_dir().join("history_cases.rs");

@@ -1,5 +1,5 @@
 //! Attacks on `CloudStore`, each written as the attack, against moto (S3,
-//! with and without conditional copies) and Azurite (see tests/cloud.rs
+//! with and without conditional copies) and Azurite (see tests/cloud/servers.rs
 //! for how to run them): another program writing the bucket (planted
 //! intent records, huge ones, stale leases), a second writer racing a
 //! rename, and a network that fails in the middle of one. Races are made
@@ -16,6 +16,8 @@ use claude_memory::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use claude_memory::store::WriteMode;
 use claude_memory::{CloudStore, Config, MemoryPath, MemoryStore, MemoryTool, StoreError};
 use serde_json::json;
+
+#[path = "../cloud_support/mod.rs"]
 
 mod cloud_support;
 

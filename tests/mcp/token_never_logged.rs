@@ -5,6 +5,8 @@
 //! attacker review: credentials in logs).
 #![cfg(all(feature = "mcp", feature = "tracing"))]
 
+#[path = "../mcp_support/mod.rs"]
+
 mod mcp_support;
 
 use std::fmt::Debug;

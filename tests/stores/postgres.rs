@@ -13,6 +13,8 @@ use claude_memory::{
 };
 use serde_json::json;
 
+#[path = "../common/mod.rs"]
+
 mod common;
 
 fn url() -> Option<String> {

@@ -1,5 +1,5 @@
 //! The cloud store under stress, against moto (S3) and Azurite (see
-//! tests/cloud.rs for how to run them): four CLI `serve` processes making
+//! tests/cloud/servers.rs for how to run them): four CLI `serve` processes making
 //! 300 edits each of one file; a process killed at random points of
 //! directory renames, 20 rounds and more; six writers under one size
 //! limit. Skipped with a printed line without the servers.
@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use claude_memory::{CloudStore, Config, MemoryPath, MemoryStore, MemoryTool};
 use serde_json::json;
+
+#[path = "../cloud_support/mod.rs"]
 
 mod cloud_support;
 

@@ -2,8 +2,10 @@
 //! runtime flavours and on a plain thread; every kind of bad HTTP input
 //! answered with the protocol's error or the SPEC §4 string while the
 //! server keeps serving; a graceful shutdown finishing a call in flight.
-//! (tests/mcp_clients.rs runs the official Python and TypeScript SDKs.)
+//! (tests/mcp/official_clients.rs runs the official Python and TypeScript SDKs.)
 #![cfg(feature = "mcp")]
+
+#[path = "../mcp_support/mod.rs"]
 
 mod mcp_support;
 
@@ -379,7 +381,7 @@ async fn a_token_mapped_to_a_tenant_sees_only_that_tenants_memories() {
             json!({"command": "create", "path": "/memories/secret.md", "file_text": "alice's"}),
         );
         assert!(!text_of(&a).1, "{a}");
-        // Bob on Alice's session id: not found (tests/mcp_attacks.rs
+        // Bob on Alice's session id: not found (tests/mcp/http_attacks.rs
         // tries every method); on his own session, his own /memories.
         let view = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "name": "memory", "arguments": {"command": "view", "path": "/memories/secret.md"}}});

@@ -22,22 +22,22 @@ const SERVERS: &[Server] = &[
     Server {
         what: "PostgreSQL",
         variable: "CLAUDE_MEMORY_TEST_POSTGRES_URL",
-        tests: "tests/postgres.rs, tests/postgres_cluster.rs, the PostgreSQL parts of tests/conformance.rs, cli.rs, encrypted.rs, history.rs, history_writers.rs, quota.rs",
+        tests: "tests/stores/postgres*.rs, tests/history/postgres*.rs, and the PostgreSQL parts of tests/stores/conformance.rs, cli/commands.rs, encrypted/conformance.rs, history/conformance.rs, history/many_writers.rs, handler/store_size_limit_races.rs",
     },
     Server {
         what: "an S3 server (moto)",
         variable: "CLAUDE_MEMORY_TEST_S3_ENDPOINT",
-        tests: "the S3 parts of tests/cloud.rs, cloud_attacks.rs, cloud_stress.rs, encrypted.rs and encrypted_attacks.rs",
+        tests: "the S3 parts of tests/cloud/*.rs, encrypted/conformance.rs and encrypted/tampering_and_keys.rs",
     },
     Server {
         what: "Azure's emulator (Azurite)",
         variable: "CLAUDE_MEMORY_TEST_AZURE_ENDPOINT",
-        tests: "the Azure parts of tests/cloud.rs, cloud_attacks.rs, cloud_stress.rs, encrypted.rs and encrypted_attacks.rs",
+        tests: "the Azure parts of tests/cloud/*.rs, encrypted/conformance.rs and encrypted/tampering_and_keys.rs",
     },
     Server {
         what: "the official MCP clients (Python and TypeScript SDKs)",
         variable: "CLAUDE_MEMORY_MCP_CLIENTS",
-        tests: "tests/mcp_clients.rs",
+        tests: "tests/mcp/official_clients.rs",
     },
 ];
 

@@ -2,7 +2,7 @@
 //! junctions) planted in the root or swapped in during calls never lead a
 //! command outside; names Windows cannot store are refused with a reason;
 //! names differing only in case are one entry. The Windows counterparts of
-//! `tests/filesystem.rs` and `tests/hardening.rs` (Unix).
+//! `tests/stores/filesystem.rs` and `tests/stores/filesystem_attacks_and_load.rs` (Unix).
 //!
 //! Creating a symbolic link needs a privilege (or Developer Mode); where it
 //! is missing the link is made as a junction (`mklink /J`), and where

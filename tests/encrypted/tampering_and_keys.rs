@@ -18,6 +18,7 @@ use claude_memory::{FilesystemStore, MemoryPath, MemoryStore, MemoryTool};
 use serde_json::json;
 
 #[cfg(all(feature = "s3", feature = "azure"))]
+#[path = "../cloud_support/mod.rs"]
 mod cloud_support;
 
 /// Notes every name and content written through it (above the

@@ -8,6 +8,8 @@
 //! initialize. Each server binds a port the system picks.
 #![cfg(feature = "mcp")]
 
+#[path = "../mcp_support/mod.rs"]
+
 mod mcp_support;
 
 use std::io::{Read, Write};

@@ -1,6 +1,6 @@
 //! `CloudStore` against real servers: moto's S3 server and Azurite (the
 //! Azure Storage emulator), both started by `.ci/cloud.sh` (`source
-//! .ci/cloud.sh`, then `cargo test -p claude-memory-suite --test cloud`).
+//! .ci/cloud.sh`, then `cargo test -p claude-memory-suite --test cloud_servers`).
 //! Without their endpoints (CLAUDE_MEMORY_TEST_S3_ENDPOINT,
 //! CLAUDE_MEMORY_TEST_AZURE_ENDPOINT) each test prints "skipped: …" and
 //! passes, unless CLAUDE_MEMORY_REQUIRE_CLOUD=1.
@@ -12,7 +12,10 @@ use claude_memory::object_store::ObjectStore;
 use claude_memory::{CloudStore, MemoryPath, MemoryStore, MemoryTool, TenantId, TenantStore};
 use serde_json::json;
 
+#[path = "../cloud_support/mod.rs"]
+
 mod cloud_support;
+#[path = "../common/mod.rs"]
 mod common;
 
 use cloud_support::{bucket, fresh, unique};

@@ -2,7 +2,7 @@
 //! the whole conformance suite, and the refusal of a backend without
 //! conditional updates (object_store's `LocalFileSystem`). The same suite
 //! runs against real S3 (moto) and Azure (Azurite) servers in
-//! tests/cloud.rs.
+//! tests/cloud/servers.rs.
 #![cfg(feature = "cloud")]
 
 use std::sync::Arc;

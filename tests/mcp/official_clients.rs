@@ -13,6 +13,8 @@
 //!   the server's peak RSS printed.
 #![cfg(all(feature = "mcp", feature = "cli"))]
 
+#[path = "../mcp_support/mod.rs"]
+
 mod mcp_support;
 
 use std::io::{BufRead, BufReader};
@@ -364,7 +366,7 @@ fn write_calls(dir: &Path) -> PathBuf {
 #[test]
 fn python_sdk_over_stdio_and_streamable_http() {
     let Some(py) = python() else { return };
-    // A port per mode (tests/mcp_server.rs, whose ports these are, runs
+    // A port per mode (tests/mcp/in_process.rs, whose ports these are, runs
     // in another test binary, never at the same time), so a server still
     // shutting down never holds the next one's port.
     for mode in ["legacy", "auto"] {

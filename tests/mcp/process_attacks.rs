@@ -7,6 +7,8 @@
 //! bind a port the system picks.
 #![cfg(all(feature = "mcp", feature = "cli", unix))]
 
+#[path = "../mcp_support/mod.rs"]
+
 mod mcp_support;
 
 use std::io::{BufRead, BufReader, Write};

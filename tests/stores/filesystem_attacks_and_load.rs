@@ -1,7 +1,7 @@
 //! The filesystem store under attack and under load: symlink swaps mid-call,
 //! many writers across threads and processes, writers killed at any moment.
-//! Figures are printed (`cargo test --test hardening -- --nocapture`).
-//! Unix: the Windows equivalents are in `tests/windows.rs`.
+//! Figures are printed (`cargo test --test stores_filesystem_attacks_and_load -- --nocapture`).
+//! Unix: the Windows equivalents are in `tests/stores/windows.rs`.
 
 #![cfg(unix)]
 
@@ -16,6 +16,8 @@ use std::time::Duration;
 
 use claude_memory::{FilesystemStore, MemoryTool, ToolResult};
 use serde_json::{Value, json};
+
+#[path = "../common/mod.rs"]
 
 mod common;
 use common::stdio_binary;

@@ -149,6 +149,7 @@ mod history_over_sqlite {
 }
 
 #[cfg(all(feature = "s3", feature = "azure"))]
+#[path = "../cloud_support/mod.rs"]
 mod cloud_support;
 
 /// The encrypted store over the cloud store, on moto's S3 and on Azurite

@@ -4,6 +4,8 @@
 
 use claude_memory::{MemoryTool, SqliteStore};
 
+#[path = "../common/mod.rs"]
+
 mod common;
 
 #[test]

@@ -1,6 +1,6 @@
 //! Filesystem-only behaviour: symbolic links, modes, housekeeping files,
 //! containment and what error messages may say.
-//! Unix: the Windows equivalents are in `tests/windows.rs`.
+//! Unix: the Windows equivalents are in `tests/stores/windows.rs`.
 
 #![cfg(unix)]
 

@@ -80,7 +80,7 @@ fn the_conformance_suite_catches_a_rename_past_the_limit() {
         claude_memory::conformance::store_rename_refuses_paths_past_the_limit(&naive)
     }));
     assert!(caught.is_err(), "the naive store passed the case");
-    // The built-in stores pass it (run on each in tests/conformance.rs).
+    // The built-in stores pass it (run on each in tests/stores/conformance.rs).
     claude_memory::conformance::store_rename_refuses_paths_past_the_limit(&InMemoryStore::new());
 }
 
