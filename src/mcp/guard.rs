@@ -83,6 +83,11 @@ impl Drop for PostGuard {
 
 fn refuse(status: StatusCode, text: &'static str) -> Response {
     let mut response = (status, text).into_response();
+    // A refused client's connection is not kept for its next try: slots
+    // go to requests the server will answer.
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
     if status == StatusCode::SERVICE_UNAVAILABLE {
         response
             .headers_mut()
@@ -140,6 +145,23 @@ fn bearer(value: &HeaderValue) -> Option<&[u8]> {
 
 const SESSION: &str = "mcp-session-id";
 
+/// The request's session id: `None` without the header, `Err` for a
+/// value that is not one non-empty visible ASCII string.
+fn session_id(headers: &axum::http::HeaderMap) -> Result<Option<String>, ()> {
+    let mut values = headers.get_all(SESSION).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    let bytes = value.as_bytes();
+    if values.next().is_some()
+        || bytes.is_empty()
+        || !bytes.iter().all(|b| (0x21..=0x7e).contains(b))
+    {
+        return Err(());
+    }
+    value.to_str().map(|id| Some(id.to_owned())).map_err(|_| ())
+}
+
 /// The guards, in order: `Origin`, token, the session's holder, requests
 /// in flight, sessions, the body.
 pub(crate) async fn check(
@@ -177,12 +199,18 @@ pub(crate) async fn check(
             }
         }
     }
-    // Any value of the header, even one that is no text, is a session id
-    // for rmcp to look up: the holder check sees the same bytes.
-    let session = request
-        .headers()
-        .get(SESSION)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    // A session id is visible ASCII, given once: rmcp reads any other
+    // value as no id at all and would open a session no slot was
+    // reserved for, so the guard and rmcp must never read it apart.
+    let session = match session_id(request.headers()) {
+        Ok(session) => session,
+        Err(()) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                "Bad Request: Mcp-Session-Id must be one visible ASCII value",
+            );
+        }
+    };
     if let Some(id) = &session
         && !guards.sessions.may_use(holder, id)
     {
@@ -190,9 +218,13 @@ pub(crate) async fn check(
     }
     let method = request.method().clone();
     // The session's listening stream: one per session (a newer one ends
-    // the older), so it is bounded by the sessions, not the requests.
+    // the older), and only on a session this token holds, so streams are
+    // bounded by the token's share of sessions, not by the requests.
     let listener = match &session {
         Some(id) if method == Method::GET && !request.headers().contains_key("last-event-id") => {
+            if !guards.sessions.holds(holder, id) {
+                return refuse(StatusCode::NOT_FOUND, "Not Found: Session not found");
+            }
             Some(guards.sessions.listen(id))
         }
         _ => None,
@@ -242,18 +274,17 @@ pub(crate) async fn check(
     }
     let post = is_post.then(|| PostGuard::start(Arc::clone(&guards.posts)));
     let response = next.run(request).await;
-    // Every session a response opens is bound to the token (even one
-    // rmcp opened for a body not recognised above as an initialize).
-    let opened = match &session {
-        None => response
-            .headers()
-            .get(SESSION)
-            .and_then(|v| v.to_str().ok()),
-        Some(_) => None,
-    };
+    // Every session a response opens is bound to the token and counted
+    // in its share, whatever the request said (even one rmcp opened for a
+    // body not recognised above as an initialize).
+    let opened = response
+        .headers()
+        .get(SESSION)
+        .and_then(|v| v.to_str().ok())
+        .filter(|id| session.as_deref() != Some(*id));
     match (opening, opened) {
         (Some(opening), Some(id)) => opening.commit(id),
-        (None, Some(id)) => guards.sessions.bind(holder, id),
+        (None, Some(id)) => guards.sessions.adopt(holder, id).await,
         (Some(opening), None) => drop(opening),
         (None, None) => {}
     }

@@ -55,7 +55,9 @@ pub struct HttpOptions {
     pub max_in_flight: usize,
     /// A session unused this long is closed.
     pub session_idle: Duration,
-    /// TCP connections open at once; more wait to be accepted.
+    /// TCP connections open at once; more wait to be accepted. Never less
+    /// than `max_sessions + max_in_flight + 64`, so listening streams and
+    /// requests in flight cannot hold every connection.
     pub max_connections: usize,
     /// How long a client may take to send a request's headers, or sit
     /// idle between requests on a kept-alive connection (then it is
@@ -242,7 +244,13 @@ impl HttpServer {
             })
             .layer(axum::middleware::from_fn_with_state(guards, guard::check));
 
-        let connections = Arc::new(Semaphore::new(options.max_connections.max(1)));
+        // Room for every session's listening stream and every request in
+        // flight, and then some: held streams never take the last slot.
+        let floor = options
+            .max_sessions
+            .saturating_add(options.max_in_flight)
+            .saturating_add(64);
+        let connections = Arc::new(Semaphore::new(options.max_connections.max(floor)));
         let mut http1 = hyper::server::conn::http1::Builder::new();
         http1
             .timer(TokioTimer::new())
@@ -264,7 +272,12 @@ impl HttpServer {
                 accepted = listener.accept() => accepted,
             };
             let stream = match accepted {
-                Ok((stream, _)) => stream,
+                // An answer streamed in pieces must not wait for the
+                // client's delayed ACK (Nagle): 40 ms a call otherwise.
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    stream
+                }
                 // Out of file descriptors, or a connection reset before it
                 // was accepted: wait a little and go on serving.
                 Err(_) => {

@@ -196,9 +196,51 @@ impl Sessions {
 }
 
 impl Sessions {
-    /// Binds a session opened without a reserved slot to `holder`.
-    pub(crate) fn bind(&self, holder: Holder, session: &str) {
-        bind(&mut self.state(), holder, session);
+    /// Whether `holder` opened `session` (an unknown id is not held).
+    pub(crate) fn holds(&self, holder: Holder, session: &str) -> bool {
+        self.state()
+            .owned
+            .get(session)
+            .is_some_and(|o| o.holder == holder && !o.closing)
+    }
+
+    /// Binds a session rmcp opened without a reserved slot to `holder`
+    /// and counts it: past the holder's share its least recently used
+    /// session is closed, and past the server's bound the new one is.
+    pub(crate) async fn adopt(&self, holder: Holder, session: &str) {
+        let victim = {
+            let mut state = self.state();
+            bind(&mut state, holder, session);
+            let open = |o: &&Owned| !o.closing;
+            let mine = state
+                .owned
+                .values()
+                .filter(|o| o.holder == holder)
+                .filter(open)
+                .count();
+            let total =
+                state.owned.values().filter(open).count() + state.opening.values().sum::<usize>();
+            let victim = if mine > self.per_holder_sessions {
+                state
+                    .owned
+                    .iter()
+                    .filter(|(_, o)| o.holder == holder && !o.closing)
+                    .min_by_key(|(_, o)| o.last_used)
+                    .map(|(id, _)| id.clone())
+            } else if total > self.max_sessions {
+                Some(session.to_owned())
+            } else {
+                None
+            };
+            if let Some(o) = victim.as_ref().and_then(|id| state.owned.get_mut(id)) {
+                o.closing = true;
+            }
+            victim
+        };
+        if let Some(id) = victim {
+            let _ = self.manager.close_session(&id.as_str().into()).await;
+            self.state().owned.remove(&id);
+        }
     }
 }
 

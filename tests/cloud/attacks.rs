@@ -18,7 +18,6 @@ use claude_memory::{CloudStore, Config, MemoryPath, MemoryStore, MemoryTool, Sto
 use serde_json::json;
 
 #[path = "../cloud_support/mod.rs"]
-
 mod cloud_support;
 
 use cloud_support::tap::{Op, Tap};

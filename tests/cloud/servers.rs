@@ -13,7 +13,6 @@ use claude_memory::{CloudStore, MemoryPath, MemoryStore, MemoryTool, TenantId, T
 use serde_json::json;
 
 #[path = "../cloud_support/mod.rs"]
-
 mod cloud_support;
 #[path = "../common/mod.rs"]
 mod common;

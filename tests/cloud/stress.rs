@@ -15,7 +15,6 @@ use claude_memory::{CloudStore, Config, MemoryPath, MemoryStore, MemoryTool};
 use serde_json::json;
 
 #[path = "../cloud_support/mod.rs"]
-
 mod cloud_support;
 
 use cloud_support::{bucket, cli_store, unique};

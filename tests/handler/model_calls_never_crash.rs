@@ -24,7 +24,6 @@ use claude_memory::{
 use serde_json::{Value, json};
 
 #[path = "../common/mod.rs"]
-
 mod common;
 use common::stdio_binary;
 

@@ -4,7 +4,6 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 #[path = "../common/mod.rs"]
-
 mod common;
 use common::stdio_binary;
 

@@ -9,7 +9,6 @@
 #![cfg(feature = "mcp")]
 
 #[path = "../mcp_support/mod.rs"]
-
 mod mcp_support;
 
 use std::io::{Read, Write};
@@ -19,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use claude_memory::mcp::{HttpError, HttpOptions, HttpServer, MemoryServer, Tokens};
 use claude_memory::{InMemoryStore, MemoryTool, TenantStore};
-use mcp_support::{bearer, call, post, session, text_of};
+use mcp_support::{Running, bearer, call, post, session, text_of};
 use serde_json::json;
 
 const ALICE: &str = "alice-token-0123456789";
@@ -35,59 +34,6 @@ fn tenant_server() -> MemoryServer {
 fn two_tokens() -> HttpOptions {
     HttpOptions::default()
         .with_tokens(Tokens::parse(&format!("{ALICE} alice\n{BOB} bob\n")).expect("tokens"))
-}
-
-/// Serves `server` on `port` on a runtime of its own thread; the returned
-/// guard stops it (and says how long the stop took) when asked.
-struct Running {
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    done: std::sync::mpsc::Receiver<()>,
-}
-
-impl Running {
-    /// Binds a port the system picks (no clash with anything else on the
-    /// machine) and serves; returns the guard and the port.
-    fn start(server: MemoryServer, options: HttpOptions) -> (Running, u16) {
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let (ready_tx, ready) = std::sync::mpsc::channel();
-        let (done_tx, done) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let http = HttpServer::bind(([127, 0, 0, 1], 0).into(), server, options)
-                    .await
-                    .expect("bind");
-                let port = http.local_addr().expect("address").port();
-                ready_tx.send(port).expect("ready");
-                http.serve(async move {
-                    let _ = stopped.await;
-                })
-                .await
-                .expect("serve");
-            });
-            let _ = done_tx.send(());
-        });
-        let port = ready.recv().expect("server started");
-        (
-            Running {
-                stop: Some(stop),
-                done,
-            },
-            port,
-        )
-    }
-
-    /// Stops the server; how long until `serve` returned (None: not
-    /// within `limit`).
-    fn stop_within(mut self, limit: Duration) -> Option<Duration> {
-        let t = Instant::now();
-        let _ = self.stop.take().map(|s| s.send(()));
-        self.done.recv_timeout(limit).ok().map(|()| t.elapsed())
-    }
 }
 
 /// A raw request's head, to send by hand.

@@ -6,7 +6,6 @@
 #![cfg(feature = "mcp")]
 
 #[path = "../mcp_support/mod.rs"]
-
 mod mcp_support;
 
 use std::sync::Arc;

@@ -14,7 +14,6 @@
 #![cfg(all(feature = "mcp", feature = "cli"))]
 
 #[path = "../mcp_support/mod.rs"]
-
 mod mcp_support;
 
 use std::io::{BufRead, BufReader};

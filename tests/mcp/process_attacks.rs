@@ -8,7 +8,6 @@
 #![cfg(all(feature = "mcp", feature = "cli", unix))]
 
 #[path = "../mcp_support/mod.rs"]
-
 mod mcp_support;
 
 use std::io::{BufRead, BufReader, Write};

@@ -6,7 +6,6 @@
 #![cfg(all(feature = "mcp", feature = "tracing"))]
 
 #[path = "../mcp_support/mod.rs"]
-
 mod mcp_support;
 
 use std::fmt::Debug;

@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -172,4 +172,64 @@ pub fn text_of(answer: &Value) -> (String, bool) {
             .to_owned(),
         result["isError"].as_bool().unwrap_or(false),
     )
+}
+
+/// Serves `server` on `port` on a runtime of its own thread; the returned
+/// guard stops it (and says how long the stop took) when asked.
+pub struct Running {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    done: std::sync::mpsc::Receiver<()>,
+}
+
+impl Running {
+    /// Binds a port the system picks (no clash with anything else on the
+    /// machine) and serves; returns the guard and the port.
+    pub fn start(
+        server: claude_memory::mcp::MemoryServer,
+        options: claude_memory::mcp::HttpOptions,
+    ) -> (Running, u16) {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (ready_tx, ready) = std::sync::mpsc::channel();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let http = claude_memory::mcp::HttpServer::bind(
+                    ([127, 0, 0, 1], 0).into(),
+                    server,
+                    options,
+                )
+                .await
+                .expect("bind");
+                let port = http.local_addr().expect("address").port();
+                ready_tx.send(port).expect("ready");
+                http.serve(async move {
+                    let _ = stopped.await;
+                })
+                .await
+                .expect("serve");
+            });
+            let _ = done_tx.send(());
+        });
+        let port = ready.recv().expect("server started");
+        (
+            Running {
+                stop: Some(stop),
+                done,
+            },
+            port,
+        )
+    }
+
+    /// Stops the server; how long until `serve` returned (None: not
+    /// within `limit`).
+    pub fn stop_within(mut self, limit: Duration) -> Option<Duration> {
+        let t = Instant::now();
+        let _ = self.stop.take().map(|s| s.send(()));
+        self.done.recv_timeout(limit).ok().map(|()| t.elapsed())
+    }
 }

@@ -58,7 +58,11 @@ fn every_file_in_tests_is_a_suite_test() {
             continue;
         }
         for file in std::fs::read_dir(entry.path()).expect("area folder") {
-            let name = file.expect("entry").file_name().to_string_lossy().into_owned();
+            let name = file
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned();
             if let Some(stem) = name.strip_suffix(".rs") {
                 found += 1;
                 let declared = format!(

@@ -18,7 +18,6 @@ use claude_memory::{FilesystemStore, MemoryTool, ToolResult};
 use serde_json::{Value, json};
 
 #[path = "../common/mod.rs"]
-
 mod common;
 use common::stdio_binary;
 

@@ -14,7 +14,6 @@ use claude_memory::{
 use serde_json::json;
 
 #[path = "../common/mod.rs"]
-
 mod common;
 
 fn url() -> Option<String> {

@@ -5,7 +5,6 @@
 use claude_memory::{MemoryTool, SqliteStore};
 
 #[path = "../common/mod.rs"]
-
 mod common;
 
 #[test]
