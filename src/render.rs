@@ -419,6 +419,9 @@ pub(crate) fn storage_failure(error: &StoreError, path: &str) -> String {
         StoreError::Unreachable { cause, .. } => unreachable_store(*cause, path),
         StoreError::OutcomeUnknown { cause, .. } => outcome_unknown(*cause, path),
         StoreError::Integrity { .. } => integrity_failed(path),
+        StoreError::Invalid { reason, .. } => {
+            format!("Error: The storage operation failed ({reason}) for {path}")
+        }
         _ => format!("Error: The storage operation failed for {path}"),
     }
 }

@@ -238,6 +238,35 @@ impl CloudStore {
     /// older than the lease: takes the record over (a write conditional
     /// on its ETag, so one recovering process wins), rolls it forward and
     /// deletes it. `Ok(true)` while a live operation holds the record.
+    /// Before a change or a listing: a rename another process left
+    /// pending (its record is there) is finished first, once its lease
+    /// is over, and waited for while it is not. So an edit never lands on
+    /// a source that the rename's recovery would then delete, and no
+    /// listing shows both trees once the lease is over. One HEAD when no
+    /// rename is pending. A record too large to be ours was planted: it
+    /// is no rename, and only a rename reports it.
+    pub(super) fn settle(&self, path: &MemoryPath) -> StoreResult<()> {
+        let deadline = std::time::Instant::now() + self.settings.lease + self.settings.timeout;
+        for attempt in 0.. {
+            let (store, key) = (self.bucket(), self.layout.own(keys::INTENT));
+            let pending = self.call(path, Sent::Read, async move {
+                match store.head(&key).await {
+                    Ok(m) => Ok(m.size <= intent::MAX_RECORD),
+                    Err(object_store::Error::NotFound { .. }) => Ok(false),
+                    Err(e) => Err(e),
+                }
+            })?;
+            if !pending || !self.recover(path)? {
+                return Ok(());
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(StoreError::Conflict { path: path.clone() });
+            }
+            cond::backoff(attempt.min(6));
+        }
+        Ok(())
+    }
+
     fn recover(&self, path: &MemoryPath) -> StoreResult<bool> {
         let store = Arc::clone(&self.store);
         let layout = self.layout.clone();

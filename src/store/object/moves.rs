@@ -194,12 +194,31 @@ impl CloudStore {
             if created {
                 return self.moved(from, to, sources, body);
             }
+            if self.intent_planted(from)? {
+                return Err(StoreError::Invalid {
+                    path: from.clone(),
+                    reason: "an object that is no rename record is in the way: .claude-memory-intent at the store's root; an operator must remove it",
+                });
+            }
             // Another rename is under way, or one was interrupted: finish
             // it once its lease is over, else wait.
             self.recover(from)?;
             cond::backoff(attempt.min(4));
         }
         Err(StoreError::Conflict { path: from.clone() })
+    }
+
+    /// Whether the intent record's key holds an object too large to be a
+    /// record this crate wrote (one HEAD; never read).
+    fn intent_planted(&self, path: &MemoryPath) -> StoreResult<bool> {
+        let (store, key) = (self.bucket(), self.layout.own(keys::INTENT));
+        self.call(path, Sent::Read, async move {
+            match store.head(&key).await {
+                Ok(m) => Ok(m.size > intent::MAX_RECORD),
+                Err(object_store::Error::NotFound { .. }) => Ok(false),
+                Err(e) => Err(e),
+            }
+        })
     }
 
     /// The copies and deletes of a rename whose record this process

@@ -339,6 +339,7 @@ impl MemoryStore for CloudStore {
 
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
         stash::clear();
+        self.settle(path)?;
         self.write_checked(path, data, mode)
     }
 
@@ -352,7 +353,10 @@ impl MemoryStore for CloudStore {
         let (store, key) = (self.bucket(), self.layout.key(dir));
         let listed = match stash::take(self.io.id(), &key) {
             Some(kept) => kept,
-            None => self.call(dir, Sent::Read, children(store, key))?,
+            None => {
+                self.settle(dir)?;
+                self.call(dir, Sent::Read, children(store, key))?
+            }
         };
         if listed.exists || dir.is_root() {
             return Ok(listed.entries);
@@ -368,6 +372,7 @@ impl MemoryStore for CloudStore {
         if path.is_root() {
             return Err(StoreError::delete_root(path));
         }
+        self.settle(path)?;
         self.delete_entry(path)
     }
 
@@ -383,6 +388,7 @@ impl MemoryStore for CloudStore {
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
         stash::clear();
+        self.settle(path)?;
         for attempt in 0..cond::ATTEMPTS {
             if attempt > 0 {
                 cond::backoff(attempt);
@@ -433,6 +439,7 @@ impl MemoryStore for CloudStore {
         quota: Quota<'_>,
     ) -> StoreResult<Version> {
         stash::clear();
+        self.settle(path)?;
         self.with_quota_lock(path, || {
             let replaced = match (self.find(path)?, mode) {
                 (Found::File(_) | Found::Dir, WriteMode::Create) => {
@@ -458,6 +465,7 @@ impl MemoryStore for CloudStore {
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
         stash::clear();
+        self.settle(path)?;
         self.with_quota_lock(path, || {
             for attempt in 0..cond::ATTEMPTS {
                 if attempt > 0 {
