@@ -119,9 +119,10 @@ impl CloudBuilder {
         };
         store.probe()?;
         let root = crate::path::MemoryPath::root();
-        store
-            .recover(&root)
-            .map_err(|e| CloudError::Connect(Box::new(e)))?;
+        store.recover(&root).map_err(|e| {
+            let summary = super::errors::ForOperator::of(&e, store.settings.timeout);
+            CloudError::Connect(Box::new(summary))
+        })?;
         Ok(store)
     }
 }

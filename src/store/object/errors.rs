@@ -107,6 +107,81 @@ fn cause(e: &object_store::Error, timeout: Duration) -> Option<RemoteCause> {
     }
 }
 
+/// What an operator is told of a failure at open: the remote cause, the
+/// HTTP status and the service's error code, never the service's body
+/// (S3's `SignatureDoesNotMatch` body holds the access key id, and a
+/// service may echo more) or the request's URL.
+#[derive(Debug)]
+pub(super) struct ForOperator(String);
+
+impl std::fmt::Display for ForOperator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ForOperator {}
+
+impl ForOperator {
+    /// The summary of `e` and its causes.
+    pub(super) fn of(e: &(dyn std::error::Error + 'static), timeout: Duration) -> Self {
+        let mut status = None;
+        let mut code = None;
+        let mut kind = None;
+        let mut next = Some(e);
+        while let Some(err) = next {
+            let text = err.to_string();
+            status = status.or_else(|| status_in(&text));
+            code = code.or_else(|| code_in(&text));
+            if let Some(os) = err.downcast_ref::<object_store::Error>() {
+                kind = kind.or(Some(match os {
+                    object_store::Error::NotFound { .. } => "not found",
+                    object_store::Error::PermissionDenied { .. } => "permission denied",
+                    object_store::Error::Unauthenticated { .. } => "not authenticated",
+                    object_store::Error::Precondition { .. } => "precondition failed",
+                    _ => "the request failed",
+                }));
+            }
+            next = err.source();
+        }
+        let mut summary = match e
+            .downcast_ref::<object_store::Error>()
+            .and_then(|os| cause(os, timeout))
+        {
+            Some(cause) => cause.to_string(),
+            None => kind.unwrap_or("the request failed").to_owned(),
+        };
+        if let Some(status) = status {
+            summary.push_str(&format!(", HTTP {status}"));
+        }
+        if let Some(code) = code {
+            summary.push_str(&format!(", {code}"));
+        }
+        ForOperator(summary)
+    }
+}
+
+/// The service's error code in an error's text: S3's and Azure's XML
+/// `<Code>`, or a JSON `"code"`/`"reason"` string; letters and digits
+/// only, at most 64.
+fn code_in(text: &str) -> Option<String> {
+    let after = text
+        .find("<Code>")
+        .map(|at| &text[at + "<Code>".len()..])
+        .or_else(|| {
+            ["\"code\":", "\"reason\":"].iter().find_map(|k| {
+                let at = text.find(k)? + k.len();
+                Some(text[at..].trim_start().strip_prefix('"')?)
+            })
+        })?;
+    let code: String = after
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '.')
+        .take(64)
+        .collect();
+    (!code.is_empty()).then_some(code)
+}
+
 /// The HTTP status an error's text names, if any.
 fn status_in(text: &str) -> Option<u16> {
     let at = text.find("status code: ")? + "status code: ".len();

@@ -148,6 +148,7 @@ impl CloudStore {
     /// Also learns whether it copies conditionally (a copy over an
     /// existing object refused), else copies go through the client.
     fn probe(&mut self) -> Result<(), CloudError> {
+        let timeout = self.settings.timeout;
         let store = Arc::clone(&self.store);
         let key = self.layout.own(keys::PROBE);
         let target = self.layout.own(keys::PROBE_COPY);
@@ -182,7 +183,11 @@ impl CloudStore {
         });
         let (create, update, copy) = match outcome {
             Some(Ok(all)) => all,
-            Some(Err(e)) => return Err(CloudError::Connect(Box::new(e))),
+            Some(Err(e)) => {
+                return Err(CloudError::Connect(Box::new(errors::ForOperator::of(
+                    &e, timeout,
+                ))));
+            }
             None => {
                 return Err(CloudError::Runtime(std::io::Error::other(
                     "I/O thread stopped",
@@ -204,7 +209,11 @@ impl CloudStore {
                     "conditional creates are not supported",
                 ));
             }
-            Err(e) => return Err(CloudError::Connect(Box::new(e))),
+            Err(e) => {
+                return Err(CloudError::Connect(Box::new(errors::ForOperator::of(
+                    &e, timeout,
+                ))));
+            }
         }
         match update {
             Err(
@@ -223,7 +232,11 @@ impl CloudStore {
                     "conditional updates are not supported",
                 ));
             }
-            Err(e) => return Err(CloudError::Connect(Box::new(e))),
+            Err(e) => {
+                return Err(CloudError::Connect(Box::new(errors::ForOperator::of(
+                    &e, timeout,
+                ))));
+            }
         }
         // A copy that overwrote (a service ignoring the condition) or is
         // not offered: copy through the client instead.
