@@ -275,4 +275,26 @@ impl ServerHandler for MemoryServer {
         let result = self.run(arguments, grant, actor).await?;
         Ok(to_mcp(&result).into())
     }
+
+    /// rmcp hands a `tools/call` whose `arguments` is no object (an array,
+    /// a string) here, as a method it does not know: it gets the
+    /// protocol's invalid-params error with SPEC §4's text, not
+    /// "method not found".
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        if request.method == "tools/call" {
+            return Err(ErrorData::invalid_params(
+                crate::render::invalid_input("`arguments` must be a JSON object"),
+                None,
+            ));
+        }
+        Err(ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            request.method,
+            None,
+        ))
+    }
 }

@@ -141,6 +141,49 @@ fn stdio_garbage_and_calls_before_initialize_do_not_kill_the_server() {
     );
 }
 
+/// `tools/call` with `arguments` an array or a string: rmcp took it for a
+/// method it does not know (-32601). It is the protocol's invalid params
+/// (-32602), with SPEC §4's text.
+#[test]
+fn tools_call_with_arguments_that_are_no_object_is_invalid_params() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Stdio_::start(dir.path());
+    s.initialize();
+    for (id, arguments) in [
+        (1, json!(["view", "/memories"])),
+        (2, json!("view /memories")),
+    ] {
+        s.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "memory", "arguments": arguments}})
+            .to_string(),
+        );
+        let a = s.answer(id).expect("answered");
+        assert_eq!(a["error"]["code"], -32602, "{a}");
+        assert_eq!(
+            a["error"]["message"], "Error: Invalid input: `arguments` must be a JSON object",
+            "{a}"
+        );
+    }
+    assert!(!s.call(3, json!({"command": "view", "path": "/memories"})).1);
+}
+
+/// A line over rmcp's 16 MiB bound is dropped unanswered (rmcp gives no
+/// way to answer it: the README says so); the server stays up and
+/// answers the next message.
+#[test]
+fn a_stdio_line_over_sixteen_mib_does_not_stop_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Stdio_::start(dir.path());
+    s.initialize();
+    let huge = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "memory",
+        "arguments": {"command": "create", "path": "/memories/big.md", "file_text": "x".repeat(17 << 20)}}});
+    s.send(&huge.to_string());
+    let (text, is_error) = s.call(2, json!({"command": "view", "path": "/memories"}));
+    assert!(!is_error, "{text}");
+    assert!(!text.contains("big.md"), "{text}");
+}
+
 #[test]
 fn planted_links_fifos_hard_links_and_sparse_files_hold_through_mcp() {
     use std::os::unix::fs::symlink;
