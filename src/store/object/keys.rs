@@ -98,7 +98,8 @@ impl Layout {
 /// encoding; a name that does not decode to UTF-8 stays encoded, so no
 /// memory path matches it and it is reported as unspellable).
 ///
-/// A key another program wrote with a `%` that `PathPart` would not have
+/// A key another program wrote raw where `PathPart` encodes (`é`, `#`),
+/// or with a `%` that `PathPart` would not have
 /// written (`x%41`) decodes to a name whose key is another (`xA`): it
 /// would be listed under a name that then names nothing. Such a name is
 /// given a NUL in front, which no memory path can hold, so it is treated
@@ -106,6 +107,13 @@ impl Layout {
 pub(super) fn decode(part: &PathPart<'_>) -> String {
     let raw = part.as_ref();
     if !raw.contains('%') {
+        // Another program's raw key (`résumé.md`, `notes #1.md`): this
+        // store's key for that name is the encoded one, so the raw key
+        // names nothing a path reaches, and is not shown as one (else two
+        // entries would list as one path).
+        if PathPart::from(raw).as_ref() != raw {
+            return format!("\u{0}{raw}");
+        }
         return raw.to_owned();
     }
     match percent_encoding::percent_decode_str(raw).decode_utf8() {

@@ -3,7 +3,8 @@
 //! without conditional copies) and Azurite: an edit of a source answered
 //! success and then lost when the rename was finished, a handle already
 //! open showing both trees, and an object planted as the intent record
-//! that made every rename wait and then blame the file.
+//! that made every rename wait and then blame the file; raw keys another
+//! program wrote where this store encodes names.
 #![cfg(all(feature = "s3", feature = "azure"))]
 
 use std::sync::Arc;
@@ -170,5 +171,58 @@ fn an_object_planted_as_the_intent_record_is_named_by_the_next_rename() {
         let edit = tool
             .dispatch(&json!({"command": "create", "path": "/memories/c.md", "file_text": "c\n"}));
         assert!(!edit.is_error, "{backend}: {:?}", edit.text());
+    }
+}
+
+/// Another program (`aws s3 cp`, a console) stores `résumé.md` and
+/// `notes #1.md` as raw keys, where this store encodes its own. Before:
+/// listed as memories that `view` then said do not exist, and a create of
+/// the same name listed two `résumé.md`. Now a name maps one way: the raw
+/// keys name nothing and are not listed as paths.
+#[test]
+fn raw_keys_other_programs_write_never_list_as_a_second_entry_of_one_path() {
+    for backend in BACKENDS {
+        let Some(b) = bucket(backend) else { continue };
+        let prefix = unique("raw-keys");
+        let store = CloudStore::open(Arc::clone(&b), &prefix).expect("open");
+        let tool = MemoryTool::new(store);
+        for raw in ["résumé.md", "notes #1.md"] {
+            let key = Path::parse(format!("{prefix}/d/{raw}")).expect("raw key");
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime")
+                .block_on(b.put(&key, PutPayload::from_static(b"theirs\n")))
+                .expect("plant");
+        }
+        let created = tool.dispatch(
+            &json!({"command": "create", "path": "/memories/d/résumé.md",
+            "file_text": "ours\n"}),
+        );
+        assert!(!created.is_error, "{backend}: {:?}", created.text());
+        let listing = tool
+            .dispatch(&json!({"command": "view", "path": "/memories/d"}))
+            .text()
+            .unwrap_or_default()
+            .to_owned();
+        let shown: Vec<&str> = listing
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split('\t').nth(1))
+            .collect();
+        assert_eq!(
+            shown.iter().filter(|p| p.ends_with("résumé.md")).count(),
+            1,
+            "{backend}: {listing}"
+        );
+        // Every path listed names what a view then shows.
+        for path in shown.iter().filter(|p| p.ends_with(".md")) {
+            let view = tool.dispatch(&json!({"command": "view", "path": path}));
+            assert!(
+                !view.is_error,
+                "{backend}: {path} is listed but {:?}",
+                view.text()
+            );
+        }
     }
 }
