@@ -400,6 +400,10 @@ pub(crate) fn edit_conflict(path: &str) -> String {
     )
 }
 
+/// After a directory view's row for a subdirectory that could not be
+/// listed (its contents and size are unknown).
+pub(crate) const UNLISTED: &str = " (Error: could not be listed)";
+
 /// A storage failure the command has no more specific text for:
 /// `Error: {what failed} for {path}`, the virtual path only.
 pub(crate) fn storage_failure(error: &StoreError, path: &str) -> String {

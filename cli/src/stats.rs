@@ -4,7 +4,7 @@ use std::time::SystemTime;
 
 use claude_memory::human_size;
 use claude_memory::path::MemoryPath;
-use claude_memory::store::walk::walk_skipping_unlistable;
+use claude_memory::store::walk::walk_noting_unlistable;
 use claude_memory::store::{Flow, Order, Step};
 
 use crate::output::{Outcome, failed, out};
@@ -19,12 +19,14 @@ struct Totals {
 
 pub fn stats(tool: &crate::Tool) -> Outcome {
     let mut t = Totals::default();
-    // As `view` does: a subdirectory that cannot be listed counts as
-    // empty instead of hiding every other file.
-    walk_skipping_unlistable(
+    // As `view` does: a subdirectory that cannot be listed does not hide
+    // every other file; it is named at the end, and the exit status is 1.
+    let mut unlisted = Vec::new();
+    walk_noting_unlistable(
         tool.store(),
         &MemoryPath::root(),
         Order::AsListed,
+        &mut unlisted,
         &mut |step| {
             if let Step::File { dir, entry, .. } = step {
                 t.files += 1;
@@ -58,9 +60,20 @@ pub fn stats(tool: &crate::Tool) -> Outcome {
             out(format_args!(
                 "oldest: {p} (last written {} ago)",
                 format_age(age)
-            ))
+            ))?
         }
-        None => out("oldest: -"),
+        None => out("oldest: -")?,
+    }
+    match unlisted.as_slice() {
+        [] => Ok(()),
+        dirs => {
+            let names: Vec<String> = dirs.iter().map(MemoryPath::normalized).collect();
+            Err(crate::output::Failure::Failed(format!(
+                "could not list {} (not counted): {}",
+                crate::output::count(dirs.len(), "directory", "directories"),
+                names.join(", ")
+            )))
+        }
     }
 }
 

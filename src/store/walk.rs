@@ -145,11 +145,35 @@ pub fn walk_skipping_unlistable<S: MemoryStore + ?Sized>(
     walk_inner(store, start, order, true, visit)
 }
 
+/// [`walk_skipping_unlistable`], noting in `unlisted` each directory that
+/// could not be listed, so a view or a count can say which entry it could
+/// not read instead of showing it as empty.
+pub fn walk_noting_unlistable<S: MemoryStore + ?Sized>(
+    store: &S,
+    start: &MemoryPath,
+    order: Order,
+    unlisted: &mut Vec<MemoryPath>,
+    visit: &mut dyn FnMut(Step<'_>) -> StoreResult<Flow>,
+) -> StoreResult<()> {
+    walk_inner_noting(store, start, order, true, Some(unlisted), visit)
+}
+
 fn walk_inner<S: MemoryStore + ?Sized>(
     store: &S,
     start: &MemoryPath,
     order: Order,
     read_only: bool,
+    visit: &mut dyn FnMut(Step<'_>) -> StoreResult<Flow>,
+) -> StoreResult<()> {
+    walk_inner_noting(store, start, order, read_only, None, visit)
+}
+
+fn walk_inner_noting<S: MemoryStore + ?Sized>(
+    store: &S,
+    start: &MemoryPath,
+    order: Order,
+    read_only: bool,
+    mut unlisted: Option<&mut Vec<MemoryPath>>,
     visit: &mut dyn FnMut(Step<'_>) -> StoreResult<Flow>,
 ) -> StoreResult<()> {
     struct Frame {
@@ -222,7 +246,12 @@ fn walk_inner<S: MemoryStore + ?Sized>(
                 let children = match flow {
                     Flow::Continue => match list(&path) {
                         Ok(children) => children,
-                        Err(_) if skip_unlistable => Vec::new().into_iter(),
+                        Err(_) if skip_unlistable => {
+                            if let Some(unlisted) = unlisted.as_deref_mut() {
+                                unlisted.push(path.clone());
+                            }
+                            Vec::new().into_iter()
+                        }
                         Err(e) => return Err(e),
                     },
                     Flow::Skip => Vec::new().into_iter(),

@@ -9,7 +9,7 @@ use crate::numbered::Numberer;
 use crate::path::MemoryPath;
 use crate::render;
 use crate::result::{Content, ImageFormat};
-use crate::store::walk::walk_skipping_unlistable;
+use crate::store::walk::walk_noting_unlistable;
 use crate::store::{FileReader, Flow, MemoryStore, Op, Order, Step, StoreError};
 
 /// Bytes read from a file at a time while viewing it.
@@ -77,7 +77,8 @@ impl<S: MemoryStore> MemoryTool<S> {
         let mut open: Vec<(String, Option<usize>, u64)> = Vec::new();
         // An unlistable subdirectory is shown without its contents: one
         // entry that cannot be read must not hide all the others.
-        walk_skipping_unlistable(&self.store, dir, Order::ByName, &mut |step| {
+        let mut unlisted = Vec::new();
+        walk_noting_unlistable(&self.store, dir, Order::ByName, &mut unlisted, &mut |step| {
             match step {
                 Step::Enter { entry: None, .. } => open.push((base.clone(), Some(0), 0)),
                 Step::Enter {
@@ -129,6 +130,10 @@ impl<S: MemoryStore> MemoryTool<S> {
             Ok(Flow::Continue)
         })
         .map_err(|e| render::storage_failure(&e, &base))?;
+        // A subdirectory that could not be listed is marked, never shown
+        // as an empty one (SPEC §7: an error for that entry).
+        let unlisted: std::collections::HashSet<String> =
+            unlisted.iter().map(MemoryPath::normalized).collect();
         let mut out = render::directory_header(&base);
         let limit = self.config.view_output_limit;
         // The rows kept, their sizes at most 8 characters (`1023.9K`) and
@@ -140,8 +145,12 @@ impl<S: MemoryStore> MemoryTool<S> {
             // Written in place, and taken back if it does not fit.
             let before = out.len();
             out.push('\n');
-            let cost =
+            let mut cost =
                 render::push_listing_line(&mut out, *size, path, *is_dir) + usize::from(shown > 0);
+            if *is_dir && unlisted.contains(path) {
+                out.push_str(render::UNLISTED);
+                cost += render::UNLISTED.len();
+            }
             if shown > 0 && used + cost > limit {
                 out.truncate(before);
                 break;

@@ -467,6 +467,37 @@ fn keys_no_memory_path_can_spell_do_not_break_the_directory() {
     );
 }
 
+/// Attack: a key object_store cannot parse (`d/ctl\x01x`) beside
+/// `d/ok.md`. Before: `view /memories` showed `d/` as an empty directory
+/// and `stats` counted one file less with exit 0. Now the view marks the
+/// directory as not listed, and `stats` names it and exits 1.
+#[cfg(feature = "cli")]
+#[test]
+fn a_key_that_cannot_be_parsed_marks_its_directory_as_unlisted_everywhere() {
+    let Some((url, env)) = cloud_support::cli_store("s3", "unparsed") else {
+        return;
+    };
+    let prefix = url.rsplit_once('/').map(|(_, p)| p.to_owned()).expect("prefix");
+    let created = cli(
+        &url,
+        &env,
+        &["serve"],
+        r#"{"command":"create","path":"/memories/d/ok.md","file_text":"ok\n"}"#,
+    );
+    assert!(created.status.success(), "{created:?}");
+    plant_raw_s3(&format!("{prefix}/d/ctl\u{1}x"), b"planted");
+    let view = cli(&url, &env, &["view", "/memories"], "");
+    let shown = String::from_utf8_lossy(&view.stdout);
+    assert!(
+        shown.contains("/memories/d/ (Error: could not be listed)"),
+        "{shown}"
+    );
+    let stats = cli(&url, &env, &["stats"], "");
+    let err = String::from_utf8_lossy(&stats.stderr);
+    assert_eq!(stats.status.code(), Some(1), "{err}");
+    assert!(err.contains("/memories/d"), "{err}");
+}
+
 /// Runs the CLI on `url` with `env`, `args`, `stdin`.
 #[cfg(feature = "cli")]
 fn cli(
