@@ -171,7 +171,7 @@ fn code_in(text: &str) -> Option<String> {
         .or_else(|| {
             ["\"code\":", "\"reason\":"].iter().find_map(|k| {
                 let at = text.find(k)? + k.len();
-                Some(text[at..].trim_start().strip_prefix('"')?)
+                text[at..].trim_start().strip_prefix('"')
             })
         })?;
     let code: String = after
