@@ -78,57 +78,65 @@ impl<S: MemoryStore> MemoryTool<S> {
         // An unlistable subdirectory is shown without its contents: one
         // entry that cannot be read must not hide all the others.
         let mut unlisted = Vec::new();
-        walk_noting_unlistable(&self.store, dir, Order::ByName, &mut unlisted, &mut |step| {
-            match step {
-                Step::Enter { entry: None, .. } => open.push((base.clone(), Some(0), 0)),
-                Step::Enter {
-                    path,
-                    entry: Some(entry),
-                    depth,
-                } => {
-                    if is_hidden(&entry.name) {
-                        // Its `Leave` still comes: a frame that adds nothing.
-                        open.push((String::new(), None, 0));
-                        return Ok(Flow::Skip);
-                    }
-                    let row = match open.last() {
-                        Some((parent, ..)) if depth <= 2 => listing.push(parent, &entry.name, true),
-                        _ => None,
-                    };
-                    let shown = if depth < 2 {
-                        path.normalized()
-                    } else {
-                        String::new()
-                    };
-                    open.push((shown, row, 0));
-                }
-                // A name no memory path can spell is not shown.
-                Step::File { dir, entry, depth }
-                    if !is_hidden(&entry.name) && dir.is_valid_child(&entry.name) =>
-                {
-                    if let Some((parent, _, total)) = open.last_mut() {
-                        if depth <= 2
-                            && let Some(row) = listing.push(parent, &entry.name, false)
-                        {
-                            listing.rows[row].0 = entry.len;
+        walk_noting_unlistable(
+            &self.store,
+            dir,
+            Order::ByName,
+            &mut unlisted,
+            &mut |step| {
+                match step {
+                    Step::Enter { entry: None, .. } => open.push((base.clone(), Some(0), 0)),
+                    Step::Enter {
+                        path,
+                        entry: Some(entry),
+                        depth,
+                    } => {
+                        if is_hidden(&entry.name) {
+                            // Its `Leave` still comes: a frame that adds nothing.
+                            open.push((String::new(), None, 0));
+                            return Ok(Flow::Skip);
                         }
-                        *total += entry.len;
+                        let row = match open.last() {
+                            Some((parent, ..)) if depth <= 2 => {
+                                listing.push(parent, &entry.name, true)
+                            }
+                            _ => None,
+                        };
+                        let shown = if depth < 2 {
+                            path.normalized()
+                        } else {
+                            String::new()
+                        };
+                        open.push((shown, row, 0));
                     }
-                }
-                Step::File { .. } => {}
-                Step::Leave { .. } => {
-                    if let Some((_, row, total)) = open.pop() {
-                        if let Some(row) = row {
-                            listing.rows[row].0 = total;
-                        }
-                        if let Some((_, _, parent_total)) = open.last_mut() {
-                            *parent_total += total;
+                    // A name no memory path can spell is not shown.
+                    Step::File { dir, entry, depth }
+                        if !is_hidden(&entry.name) && dir.is_valid_child(&entry.name) =>
+                    {
+                        if let Some((parent, _, total)) = open.last_mut() {
+                            if depth <= 2
+                                && let Some(row) = listing.push(parent, &entry.name, false)
+                            {
+                                listing.rows[row].0 = entry.len;
+                            }
+                            *total += entry.len;
                         }
                     }
+                    Step::File { .. } => {}
+                    Step::Leave { .. } => {
+                        if let Some((_, row, total)) = open.pop() {
+                            if let Some(row) = row {
+                                listing.rows[row].0 = total;
+                            }
+                            if let Some((_, _, parent_total)) = open.last_mut() {
+                                *parent_total += total;
+                            }
+                        }
+                    }
                 }
-            }
-            Ok(Flow::Continue)
-        })
+                Ok(Flow::Continue)
+            },
+        )
         .map_err(|e| render::storage_failure(&e, &base))?;
         // A subdirectory that could not be listed is marked, never shown
         // as an empty one (SPEC §7: an error for that entry).

@@ -477,7 +477,10 @@ fn a_key_that_cannot_be_parsed_marks_its_directory_as_unlisted_everywhere() {
     let Some((url, env)) = cloud_support::cli_store("s3", "unparsed") else {
         return;
     };
-    let prefix = url.rsplit_once('/').map(|(_, p)| p.to_owned()).expect("prefix");
+    let prefix = url
+        .rsplit_once('/')
+        .map(|(_, p)| p.to_owned())
+        .expect("prefix");
     let created = cli(
         &url,
         &env,
