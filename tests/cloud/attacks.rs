@@ -60,7 +60,7 @@ fn content(s: &CloudStore, path: &str) -> Option<Vec<u8>> {
     }
 }
 
-/// Attack: a second writer creates a file inside a rename's destination
+/// Attack: another program creates a file inside a rename's destination
 /// after the rename checked it was free and before its copies land.
 /// Before: the copy overwrote it (its create had answered success: a lost
 /// write). Now each copy is conditional: the rename undoes its copies and
@@ -87,9 +87,17 @@ fn a_create_racing_a_rename_is_never_overwritten() {
         let mover =
             std::thread::spawn(move || renamer.rename(&p("/memories/a"), &p("/memories/c")));
         std::thread::sleep(Duration::from_millis(300));
-        other
-            .write(&p("/memories/c/x.md"), b"theirs", WriteMode::Create)
-            .expect("the racing create");
+        // Another program's conditional create (a store of this crate
+        // waits for the pending rename first, so it cannot race it).
+        let key = Path::from(format!("{prefix}/c/x.md").as_str());
+        let raced = Arc::clone(&b);
+        block_on(async move {
+            let mode = claude_memory::object_store::PutMode::Create;
+            raced
+                .put_opts(&key, PutPayload::from_static(b"theirs"), mode.into())
+                .await
+        })
+        .expect("the racing create");
         let moved = mover.join().expect("join");
         assert_eq!(
             content(&other, "/memories/c/x.md").as_deref(),
