@@ -277,14 +277,26 @@ fn stats_copes_with_an_unreadable_subdirectory_and_writes_say_what_they_need() {
         println!("skipped: runuser failed: {}", text(&stats.stderr));
         return;
     }
-    assert_eq!(stats.status.code(), Some(0), "{stats:?}");
+    // The totals of what could be read, then the directory that could
+    // not, named, and exit 1: never a count that silently leaves it out.
+    assert_eq!(stats.status.code(), Some(1), "{stats:?}");
     assert!(
         text(&stats.stdout).contains("files: 1"),
         "{}",
         text(&stats.stdout)
     );
+    assert!(
+        text(&stats.stderr).contains("/memories/locked"),
+        "{}",
+        text(&stats.stderr)
+    );
     let view = as_unprivileged(dir.path(), &["--store", &spec, "view", "/memories"]).expect("view");
     assert_eq!(view.status.code(), Some(0), "{view:?}");
+    assert!(
+        text(&view.stdout).contains("/memories/locked/ (Error: could not be listed)"),
+        "{}",
+        text(&view.stdout)
+    );
     // A writing command on a store this user may only read.
     let serve = as_unprivileged(dir.path(), &["--store", &spec, "serve"]).expect("serve");
     assert_eq!(serve.status.code(), Some(1), "{serve:?}");
