@@ -29,6 +29,12 @@ const JOURNAL_CONTEXT: &[u8] = b"claude-memory move journal";
 /// The most of a journal that is read: a larger one is refused (planted).
 const JOURNAL_MAX_BYTES: u64 = 1 << 16;
 
+/// On a store without a writer lock, a journal younger than this may be
+/// another process's move in progress: an open leaves it to that process
+/// (finishing it under the mover made the mover's own copies fail with
+/// "already exists"); an older one was left by a killed process.
+const JOURNAL_LEASE: std::time::Duration = std::time::Duration::from_secs(30);
+
 #[derive(Serialize, Deserialize)]
 struct Journal {
     from: String,
@@ -581,9 +587,17 @@ impl<S: MemoryStore> EncryptedStore<S> {
         let _moving = Moving::start(self.keys());
         let root = MemoryPath::root();
         let entries = self.inner().list(&root).map_err(CryptError::Store)?;
+        let locked = self.inner().locks_writers();
         let mut left = 0;
         for entry in entries {
             if !entry.name.starts_with(JOURNAL_PREFIX) || !entry.name.starts_with(CONTROL_PREFIX) {
+                continue;
+            }
+            let live = entry
+                .modified
+                .and_then(|m| m.elapsed().ok())
+                .is_some_and(|age| age < JOURNAL_LEASE);
+            if !locked && live {
                 continue;
             }
             let Some(path) = root.join(&entry.name) else {
