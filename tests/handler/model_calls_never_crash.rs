@@ -721,7 +721,7 @@ fn an_unlistable_subdirectory_does_not_hide_the_rest_of_a_view() {
             "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n\
              8B\t/memories\n\
              5B\t/memories/a.md\n\
-             0B\t/memories/locked/\n\
+             0B\t/memories/locked/ (Error: could not be listed)\n\
              3B\t/memories/z/\n\
              3B\t/memories/z/b.md",
             "{name}"
