@@ -122,13 +122,7 @@ impl Sessions {
             let mine = state.owned.values().filter(|o| o.holder == holder).count()
                 + state.opening.get(&holder).copied().unwrap_or(0);
             let victim = if mine >= self.per_holder_sessions {
-                let oldest = state
-                    .owned
-                    .iter()
-                    .filter(|(_, o)| o.holder == holder && !o.closing)
-                    .min_by_key(|(_, o)| o.last_used)
-                    .map(|(id, _)| id.clone());
-                match oldest {
+                match least_recent(&state, holder) {
                     // Left bound to its holder until rmcp has closed it,
                     // so no other token can slip in meanwhile.
                     Some(id) => {
@@ -221,12 +215,7 @@ impl Sessions {
             let total =
                 state.owned.values().filter(open).count() + state.opening.values().sum::<usize>();
             let victim = if mine > self.per_holder_sessions {
-                state
-                    .owned
-                    .iter()
-                    .filter(|(_, o)| o.holder == holder && !o.closing)
-                    .min_by_key(|(_, o)| o.last_used)
-                    .map(|(id, _)| id.clone())
+                least_recent(&state, holder)
             } else if total > self.max_sessions {
                 Some(session.to_owned())
             } else {
@@ -242,6 +231,16 @@ impl Sessions {
             self.state().owned.remove(&id);
         }
     }
+}
+
+/// `holder`'s least recently used session not already being closed.
+fn least_recent(state: &State, holder: Holder) -> Option<String> {
+    state
+        .owned
+        .iter()
+        .filter(|(_, o)| o.holder == holder && !o.closing)
+        .min_by_key(|(_, o)| o.last_used)
+        .map(|(id, _)| id.clone())
 }
 
 fn bind(state: &mut State, holder: Holder, session: &str) {

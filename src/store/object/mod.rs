@@ -261,14 +261,9 @@ impl CloudStore {
     pub(super) fn settle(&self, path: &MemoryPath) -> StoreResult<()> {
         let deadline = std::time::Instant::now() + self.settings.lease + self.settings.timeout;
         for attempt in 0.. {
-            let (store, key) = (self.bucket(), self.layout.own(keys::INTENT));
-            let pending = self.call(path, Sent::Read, async move {
-                match store.head(&key).await {
-                    Ok(m) => Ok(m.size <= intent::MAX_RECORD),
-                    Err(object_store::Error::NotFound { .. }) => Ok(false),
-                    Err(e) => Err(e),
-                }
-            })?;
+            let pending = self
+                .intent_size(path)?
+                .is_some_and(|size| size <= intent::MAX_RECORD);
             if !pending || !self.recover(path)? {
                 return Ok(());
             }
@@ -278,6 +273,19 @@ impl CloudStore {
             cond::backoff(attempt.min(6));
         }
         Ok(())
+    }
+
+    /// The size of the object at the intent record's key, if any (one
+    /// HEAD; never read).
+    pub(super) fn intent_size(&self, path: &MemoryPath) -> StoreResult<Option<u64>> {
+        let (store, key) = (self.bucket(), self.layout.own(keys::INTENT));
+        self.call(path, Sent::Read, async move {
+            match store.head(&key).await {
+                Ok(m) => Ok(Some(m.size)),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })
     }
 
     fn recover(&self, path: &MemoryPath) -> StoreResult<bool> {

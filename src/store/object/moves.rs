@@ -194,7 +194,10 @@ impl CloudStore {
             if created {
                 return self.moved(from, to, sources, body);
             }
-            if self.intent_planted(from)? {
+            if self
+                .intent_size(from)?
+                .is_some_and(|size| size > intent::MAX_RECORD)
+            {
                 return Err(StoreError::Invalid {
                     path: from.clone(),
                     reason: "an object that is no rename record is in the way: .claude-memory-intent at the store's root; an operator must remove it",
@@ -206,19 +209,6 @@ impl CloudStore {
             cond::backoff(attempt.min(4));
         }
         Err(StoreError::Conflict { path: from.clone() })
-    }
-
-    /// Whether the intent record's key holds an object too large to be a
-    /// record this crate wrote (one HEAD; never read).
-    fn intent_planted(&self, path: &MemoryPath) -> StoreResult<bool> {
-        let (store, key) = (self.bucket(), self.layout.own(keys::INTENT));
-        self.call(path, Sent::Read, async move {
-            match store.head(&key).await {
-                Ok(m) => Ok(m.size > intent::MAX_RECORD),
-                Err(object_store::Error::NotFound { .. }) => Ok(false),
-                Err(e) => Err(e),
-            }
-        })
     }
 
     /// The copies and deletes of a rename whose record this process
