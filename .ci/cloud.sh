@@ -32,9 +32,13 @@ fi
 if ! curl -s -o /dev/null "http://127.0.0.1:$S3_PORT/"; then
   nohup python3 "$(dirname "${BASH_SOURCE[0]}")/moto_server.py" 127.0.0.1 "$S3_PORT" >"$CLOUD_DIR/moto.log" 2>&1 &
 fi
+# Azurite closes idle connections after 5 s by default; a request sent on
+# a pooled connection as it closes is lost without retry (a PUT is not
+# idempotent). Real services keep idle connections longer than reqwest's
+# 90 s pool, so the emulator does too.
 if ! curl -s -o /dev/null "http://127.0.0.1:$AZURITE_PORT/"; then
   nohup "$CLOUD_DIR/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$AZURITE_PORT" \
-    --location "$CLOUD_DIR/azurite" --skipApiVersionCheck --loose >"$CLOUD_DIR/azurite.log" 2>&1 &
+    --location "$CLOUD_DIR/azurite" --skipApiVersionCheck --loose --blobKeepAliveTimeout 300 >"$CLOUD_DIR/azurite.log" 2>&1 &
 fi
 cloud_wait "http://127.0.0.1:$S3_PORT/"
 cloud_wait "http://127.0.0.1:$AZURITE_PORT/"

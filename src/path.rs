@@ -366,7 +366,7 @@ fn is_format(c: char) -> bool {
     use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
     // No ASCII character is one, and the category table costs about 20
     // instructions a character: a directory view checks every name it
-    // lists (issue 23's profile: 11% of a view's instructions).
+    // lists (11% of a view's instructions when profiled).
     if c.is_ascii() {
         return false;
     }

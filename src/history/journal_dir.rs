@@ -99,7 +99,7 @@ impl Dir {
     /// by a rewrite, and two processes then each held "the" lock (one on
     /// the old journal, one on the new), while the first waited for the
     /// new one under the store's lock and the second for the store's lock
-    /// (issue 19). Opened under the journal's rules (no link followed, a
+    /// (a deadlock). Opened under the journal's rules (no link followed, a
     /// regular file with one link, mode 0600). `None` when `read_only`
     /// and it does not exist: the history was written only by versions
     /// that locked the journal, or by none, and a reader takes no lock

@@ -78,19 +78,6 @@ pub trait HistoryLog: Send + Sync {
         Ok(())
     }
 
-    /// [`exclusive`](Self::exclusive) for a change that may run twice:
-    /// a log may run it first on a guess of the last id, in a
-    /// transaction it shares with the store, and if the guess turns out
-    /// wrong roll that transaction back (every effect the change had in
-    /// it) and run `change` again as `exclusive` does. What
-    /// [`HistoryStore`](super::HistoryStore)'s changes use: its own
-    /// effects are the store's and the log's. The default is
-    /// `exclusive`; `PostgresLog::for_store` guesses, so a lone writer's
-    /// change costs no round trip for the lock's answer.
-    fn exclusive_guessing(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
-        self.exclusive(change)
-    }
-
     /// The versions with an id above `after`, by ascending id (what other
     /// processes appended since).
     fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
@@ -144,9 +131,6 @@ impl<T: HistoryLog + ?Sized> HistoryLog for $ty<T> {
     }
     fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
         (**self).exclusive(change)
-    }
-    fn exclusive_guessing(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
-        (**self).exclusive_guessing(change)
     }
     fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
         (**self).load_after(after)

@@ -175,10 +175,9 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// the look at the store it is recorded from, is never interleaved with
     /// another process's change or an opener's repair.
     ///
-    /// `f` may run twice ([`HistoryLog::exclusive_guessing`]): the log
-    /// rolls back what the first run did in the store and the log before
-    /// the second. The file index is changed only by a run's success, so
-    /// a run the log rolled back (which failed) left it as it was.
+    /// If the log's lock fails after `f` ran (a lost connection, whose
+    /// transaction may or may not have committed), the file index is
+    /// rebuilt from the log at the next change.
     pub(super) fn serialized<T>(
         &self,
         path: &MemoryPath,
@@ -186,15 +185,19 @@ impl<S: MemoryStore> HistoryStore<S> {
     ) -> StoreResult<T> {
         let mut index = self.lock();
         let mut out = None;
-        self.log
-            .exclusive_guessing(&mut |last| {
-                if let Err(e) = self.catch_up(&mut index, last) {
-                    out = Some(Err(log_failure(path, e)));
-                    return;
-                }
-                out = Some(f(&mut index));
-            })
-            .map_err(|e| log_failure(path, e))?;
+        let locked = self.log.exclusive(&mut |last| {
+            if let Err(e) = self.catch_up(&mut index, last) {
+                out = Some(Err(log_failure(path, e)));
+                return;
+            }
+            out = Some(f(&mut index));
+        });
+        if let Err(e) = locked {
+            if out.is_some() {
+                *index = Index::default();
+            }
+            return Err(log_failure(path, e));
+        }
         out.unwrap_or_else(|| Err(log_failure(path, HistoryError::Log("not run".into()))))
     }
 

@@ -467,10 +467,13 @@ pub trait MemoryStore: Send + Sync {
     /// the encrypted store's `rename` (a copy under new names, then the
     /// source deleted), so no other writer sees or changes the half-made
     /// state. The filesystem store holds its lock file (the in-process
-    /// mutex and the `flock`). The default runs `f` with no lock: right
-    /// for a store whose writers share no lock that can be held across
-    /// calls (the in-memory, SQL and cloud stores, and a history store,
-    /// whose changes are each serialized under its log's lock already).
+    /// mutex and the `flock`); the SQL stores hold one transaction with
+    /// the write lock, which `f`'s own changes join, so `f`'s changes
+    /// also commit whole or not at all. The default runs `f` with no
+    /// lock: right for a store whose writers share no lock that can be
+    /// held across calls (the in-memory and cloud stores, and a history
+    /// store, whose changes are each serialized under its log's lock
+    /// already).
     fn exclusive(
         &self,
         path: &MemoryPath,
@@ -481,7 +484,7 @@ pub trait MemoryStore: Send + Sync {
     }
 
     /// Whether [`exclusive`](Self::exclusive) really holds every other
-    /// writer off (the filesystem store, writable). A wrapper that would
+    /// writer off (the filesystem store, writable, and the SQL stores). A wrapper that would
     /// act on what it finds under the lock (the encrypted store finishing
     /// a move a killed process left) asks first: without the lock, what
     /// it finds may be another writer's change still under way.

@@ -159,10 +159,10 @@ mod postgres {
 
 /// The log on the store's own pool (`PostgresLog::for_store`, the CLI's):
 /// each change and its version in one transaction. A pool of one
-/// connection: the hosted change holds it, and everything the change
-/// reads (the store, the log) goes through it.
+/// connection: the change's transaction holds it, and everything the
+/// change reads and writes (the store, the log) goes through it.
 #[cfg(feature = "postgres")]
-mod postgres_hosted {
+mod postgres_shared_pool {
     use super::*;
     use claude_memory::history::PostgresLog;
     use claude_memory::{PostgresStore, TenantId};

@@ -85,12 +85,6 @@ impl HistoryLog for Watched {
         self.locked.store(outer, Ordering::SeqCst);
         out
     }
-    fn exclusive_guessing(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
-        let outer = self.locked.swap(true, Ordering::SeqCst);
-        let out = self.inner.exclusive_guessing(change);
-        self.locked.store(outer, Ordering::SeqCst);
-        out
-    }
     fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
         self.inner.load_after(after)
     }

@@ -1,10 +1,8 @@
-//! Attacks on the hosted PostgreSQL history log (`PostgresLog::for_store`)
-//! by an attacker's review (a helper given the README's safety model,
-//! SPEC and the change). Each test is a reproduction: it states what the
-//! README promises and failed while the promise was broken; the three
-//! that failed are fixed (a stale guess on a first create; a second
-//! writer inside an encrypted rename; an opener finishing a live
-//! encrypted move), the others held.
+//! Attacks on the PostgreSQL history log on the store's pool
+//! (`PostgresLog::for_store`). Each test is a reproduction: it states
+//! what the README promises and fails if the promise breaks (another
+//! writer appending before a first create; a second writer inside an
+//! encrypted rename; an opener finishing a live encrypted move).
 #![cfg(feature = "postgres")]
 
 use std::collections::BTreeSet;
@@ -116,14 +114,13 @@ fn check(url: &str, tenant: &TenantId, expected: usize) -> Vec<(String, String)>
     calls
 }
 
-/// Attack: a stale guess whose change's first statement is also its last
-/// (a PostgreSQL delete is one statement, `COMMIT` pipelined behind it)
-/// and is not prepared yet on the hosting connection. The check fails
-/// while the statement is still being prepared, so the statement and its
-/// `COMMIT` are never sent, but the connection is marked as out of its
-/// transaction and goes back to the pool in an aborted transaction.
+/// Attack: another writer appends just before a change whose statement
+/// is also its last (a PostgreSQL delete is one statement, `COMMIT`
+/// pipelined behind it) and is not prepared yet on the connection: the
+/// change must still be made once, with its version, and the connection
+/// must not go back to the pool in an aborted transaction.
 #[test]
-fn a_stale_guess_on_an_unprepared_last_statement_fails_no_change() {
+fn another_writers_append_before_a_one_statement_change_fails_no_change() {
     let Some(url) = url() else { return };
     let t = tenant();
     let a = writer(&url, &t, "a");
@@ -137,7 +134,7 @@ fn a_stale_guess_on_an_unprepared_last_statement_fails_no_change() {
         );
         changes += 1;
     }
-    // b appends: a's guess is now wrong.
+    // b appends: a's last seen id is now behind.
     ok(
         &b,
         "toolu_b_create",
@@ -174,9 +171,9 @@ fn a_stale_guess_on_an_unprepared_last_statement_fails_no_change() {
 /// Attack: as above, with the one change whose first statement is its
 /// last: a create (no look first). The writer's only change so far was a
 /// delete, so the create's statement is prepared on none of its
-/// connections when its guess turns out stale.
+/// connections when the other writer's append comes first.
 #[test]
-fn a_stale_guess_on_a_first_create_fails_no_change() {
+fn another_writers_append_before_a_first_create_fails_no_change() {
     let Some(url) = url() else { return };
     let t = tenant();
     let a = writer(&url, &t, "a");
@@ -190,7 +187,7 @@ fn a_stale_guess_on_a_first_create_fails_no_change() {
         );
         changes += 1;
     }
-    // a's first change: a delete (joins: a guesses from now on).
+    // a's first change: a delete.
     ok(
         &a,
         "toolu_a_delete",
@@ -198,7 +195,7 @@ fn a_stale_guess_on_a_first_create_fails_no_change() {
     );
     changes += 1;
     for i in 0..6 {
-        // b appends: a's guess is wrong.
+        // b appends: a's last seen id is behind.
         ok(
             &b,
             &format!("toolu_b_{i}"),
@@ -226,12 +223,12 @@ mod encrypted {
         url: &str,
         t: &TenantId,
         ring: &Keyring,
-        hosted: bool,
+        shared_pool: bool,
     ) -> HistoryStore<EncryptedStore<PostgresStore>> {
         let store = PostgresStore::connect(url, 2)
             .expect("connect")
             .for_tenant(t);
-        let log = if hosted {
+        let log = if shared_pool {
             PostgresLog::for_store(&store, t.as_str()).expect("log")
         } else {
             PostgresLog::connect(url, t.as_str()).expect("log")
@@ -252,9 +249,9 @@ mod encrypted {
     }
 
     /// Attack: an encrypted rename is several store mutations (journal,
-    /// copies, deletes). In a one-change hosting the first mutation
-    /// commits the change's versions and lets the writer lock go, so a
-    /// second writer runs its change in the middle of the move: its
+    /// copies, deletes). If the first mutation committed the change's
+    /// versions and let the writer lock go, a second writer would run
+    /// its change in the middle of the move: its
     /// check of other writers' versions finds the rename's versions
     /// "never happened" (the source still there) and drops them, and the
     /// move then finishes without versions. Promise: a change whole or
@@ -272,9 +269,9 @@ mod encrypted {
         race(false);
     }
 
-    fn race(hosted: bool) {
+    fn race(shared_pool: bool) {
         let enc_history =
-            |url: &str, t: &TenantId, ring: &Keyring| enc_history_on(url, t, ring, hosted);
+            |url: &str, t: &TenantId, ring: &Keyring| enc_history_on(url, t, ring, shared_pool);
         let Some(url) = url() else { return };
         let t = tenant();
         let ring = Keyring::new(Key::generate().expect("key"));
@@ -336,19 +333,18 @@ mod encrypted {
 /// an opener (`--history` open: repair) in a loop. Found: the writer's
 /// own rename fails ("The destination /memories/dN already exists"):
 /// the opener's `EncryptedStore::open` finishes the live move from its
-/// journal under the writer. Not caused by the hosted log: it failed
-/// the same with `ATK_CONTROL=1` (the log on a pool of its own,
-/// `PostgresLog::connect`), since the PostgreSQL store's `exclusive`
-/// locked nothing. Holds now with the hosted log: `exclusive` inside a
-/// hosted change makes the whole move one transaction, so no opener sees
-/// its journal before it is done. (With `ATK_CONTROL=1`, or on an
+/// journal under the writer. It failed the same with `ATK_CONTROL=1`
+/// (the log on a pool of its own, `PostgresLog::connect`), since the
+/// PostgreSQL store's `exclusive` locked nothing. Holds now: `exclusive`
+/// is one transaction holding the tenant's lock, so no opener sees the
+/// move's journal before it is done. (With `ATK_CONTROL=1`, or on an
 /// encrypted PostgreSQL store without history, the move still spans
 /// several transactions: see the README's encrypted-store section.)
 mod encrypted_opener {
     use super::*;
     use claude_memory::store::crypt::{EncryptedStore, Key, Keyring, SealedLog};
 
-    static HOSTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+    static SHARED_POOL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
     fn open(
         url: &str,
@@ -358,7 +354,7 @@ mod encrypted_opener {
         let store = PostgresStore::connect(url, 2)
             .expect("connect")
             .for_tenant(t);
-        let log = if HOSTED.load(Ordering::Relaxed) {
+        let log = if SHARED_POOL.load(Ordering::Relaxed) {
             PostgresLog::for_store(&store, t.as_str()).expect("log")
         } else {
             PostgresLog::connect(url, t.as_str()).expect("log")
@@ -372,7 +368,7 @@ mod encrypted_opener {
     fn an_opener_does_not_repair_inside_an_encrypted_rename() {
         if std::env::var_os("ATK_CONTROL").is_some() {
             // The same with the log on a pool of its own (before the change).
-            HOSTED.store(false, Ordering::Relaxed);
+            SHARED_POOL.store(false, Ordering::Relaxed);
         }
         let Some(url) = url() else { return };
         let t = tenant();
@@ -517,9 +513,9 @@ mod encrypted_refusals {
     }
 }
 
-/// Attack: versions of about 1 MiB (the queue is sent before the change
-/// then, unconditionally): a refused big create must leave no version;
-/// a big create with a stale guess must still succeed, once.
+/// Attack: versions of about 1 MiB: a refused big create must leave no
+/// version; a big create right after another writer's must still
+/// succeed, once.
 #[test]
 fn big_versions_refused_and_stale() {
     let Some(url) = url() else { return };
@@ -562,8 +558,8 @@ fn big_versions_refused_and_stale() {
     check(&url, &t, changes);
 }
 
-/// Attack: pools of one connection (the hosting holds it for the whole
-/// change): two writers taking turns, every kind of change, within the
+/// Attack: pools of one connection (the change's transaction holds it
+/// for the whole change): two writers taking turns, every kind of change, within the
 /// checkout timeout.
 #[test]
 fn pools_of_one_connection_taking_turns() {
@@ -683,11 +679,11 @@ fn connections_terminated_under_two_writers() {
     }
 }
 
-/// Attack: directories of 200 files renamed and deleted (the queue is
-/// sent early, above 64 statements) by a writer whose guess is stale at
-/// every change, while an opener opens (repair) in a loop.
+/// Attack: directories of 200 files renamed and deleted (200 versions a
+/// change) by a writer another writer appends before at every change,
+/// while an opener opens (repair) in a loop.
 #[test]
-fn big_directories_stale_guesses_and_an_opener() {
+fn big_directories_two_writers_and_an_opener() {
     let Some(url) = url() else { return };
     let t = tenant();
     let a = writer(&url, &t, "a");

@@ -1,17 +1,15 @@
 //! The PostgreSQL history log on the store's own pool
 //! (`PostgresLog::for_store`, what the CLI builds): each change and its
-//! versions commit in one transaction, the writer lock's last id is
-//! guessed and checked in the change's first round trip, and versions go
-//! out behind the change's last statement. Each test is an attack on one
-//! of those steps, written as it was found or feared:
-//! - a rename's versions were taken by its first statement and lost (the
-//!   next open dropped the renamed file's versions as "never happened");
-//! - a wrong guess of the last id (another writer appended) made the
-//!   change fail with "storage operation failed" instead of running again;
+//! versions commit in one transaction holding the writer lock, which the
+//! store's statements join. Each test is an attack on that promise:
+//! - a rename's versions must not be lost (the next open dropping the
+//!   renamed file's versions as "never happened");
+//! - another writer appending between two changes must not fail the
+//!   next one;
 //! - a refused write must leave no version, with no moment where another
 //!   process could see one;
-//! - a log given another store than the one it records never guesses,
-//!   and still records every change.
+//! - a log given another store than the one it records still records
+//!   every change.
 #![cfg(feature = "postgres")]
 
 use std::collections::BTreeSet;
@@ -41,7 +39,7 @@ fn tenant() -> TenantId {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     TenantId::parse(&format!(
-        "hosted{}-{}-{nanos}",
+        "shared{}-{}-{nanos}",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     ))
@@ -127,7 +125,7 @@ fn check(url: &str, tenant: &TenantId, expected: usize) -> Vec<(String, String)>
 /// happened. Every call of three rounds now has its version, the rename
 /// and the delete included.
 #[test]
-fn every_change_of_a_hosted_writer_has_its_version_renames_and_deletes_included() {
+fn every_change_of_a_shared_pool_writer_has_its_version_renames_and_deletes_included() {
     let Some(url) = url() else { return };
     let t = tenant();
     let tool = writer(&url, &t, "solo");
@@ -145,11 +143,8 @@ fn every_change_of_a_hosted_writer_has_its_version_renames_and_deletes_included(
 }
 
 /// Attack: two writers on two pools (two processes) taking turns, so
-/// each one's guess of the last id is wrong at every change (the other
-/// appended in between). Before: the stale change failed ("The storage
-/// operation failed") and the model's file was never made. Now each
-/// change runs again under the true id: every call succeeds, once, with
-/// its writer's actor, and the next open repairs nothing.
+/// the other appended before each change. Every call must succeed, once,
+/// with its writer's actor, and the next open must repair nothing.
 #[test]
 fn two_writers_taking_turns_run_each_stale_change_again_and_record_it_once() {
     let Some(url) = url() else { return };
@@ -234,9 +229,8 @@ fn a_refused_write_leaves_no_version() {
 }
 
 /// Misuse: the log made for one store (its pool) but given a history of
-/// another pool's store. No mutation ever joins the log's transaction,
-/// so it never guesses (a guess there would not cover the store's
-/// writes); every change is still recorded, once.
+/// another pool's store. No mutation ever joins the log's transaction;
+/// every change is still recorded, once.
 #[test]
 fn a_log_given_another_pools_store_still_records_every_change() {
     let Some(url) = url() else { return };
@@ -258,11 +252,11 @@ fn a_log_given_another_pools_store_still_records_every_change() {
     check(&url, &t, changes);
 }
 
-/// Most agent code runs on Tokio: a hosted log created, used and dropped
+/// Most agent code runs on Tokio: a shared-pool log created, used and dropped
 /// inside a runtime (its blocking calls park the worker, as the store's
 /// do).
 #[test]
-fn a_hosted_log_is_made_used_and_dropped_inside_tokio() {
+fn a_shared_pool_log_is_made_used_and_dropped_inside_tokio() {
     let Some(url) = url() else { return };
     let t = tenant();
     let rt = tokio::runtime::Builder::new_current_thread()

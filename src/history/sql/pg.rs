@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::PostgresStore;
-use crate::store::sql::{Dialect, Durability, Fail, Owned, Param, Queue};
+use crate::store::sql::{Dialect, Durability, Fail, Param};
 
 /// How long a compaction waits for the history table's exclusive lock
 /// before it vacuums in place instead (see `compact`).
@@ -49,69 +49,28 @@ fn non_empty(text: String) -> Option<String> {
 }
 
 /// The history of a [`PostgresStore`](crate::PostgresStore), in the
-/// table `claude_memory_history` of the same database, through a pool
-/// (and runtime) of its own, so it is as safe in async code as the
-/// store and never waits for a connection the store's change holds.
-/// Ids stay monotonic across processes (a per-scope counter row).
+/// table `claude_memory_history` of the same database. Ids stay
+/// monotonic across processes (a per-scope counter row). Each change
+/// holds the scope's advisory lock in a transaction for its whole
+/// length ([`exclusive`](HistoryLog::exclusive)); on the store's own pool
+/// ([`for_store`](Self::for_store)) the store's changes join that
+/// transaction, so a change and its versions commit together.
 pub struct PostgresLog {
     db: PostgresStore,
     scope: String,
-    /// Made by [`for_store`](Self::for_store): the log shares the store's
-    /// pool, and each change's version commits in the change's own
-    /// transaction (see `exclusive`).
-    hosts: bool,
-    /// The last id as this log last saw it, under the writer lock: the
-    /// guess of [`exclusive_guessing`](HistoryLog::exclusive_guessing).
-    last_seen: std::sync::atomic::AtomicU64,
-    /// A hosted change was joined by the store's mutations: the store
-    /// this log records is on its pool, so a guessed change's every
-    /// effect is in the hosted transaction and is rolled back with it.
-    joined: std::sync::atomic::AtomicBool,
 }
 
-thread_local! {
-    /// The last id given out, by log, while this thread's `exclusive` of
-    /// that log hosts the change's transaction: under the writer lock no
-    /// other writer appends, so the next ids are known without asking.
-    static LAST: std::cell::RefCell<Vec<(usize, u64)>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Takes this thread's `LAST` entry of a log off again, also on a panic.
-struct Hosted(usize);
-
-impl Drop for Hosted {
-    fn drop(&mut self) {
-        let key = self.0;
-        LAST.with(|l| {
-            let mut l = l.borrow_mut();
-            if let Some(i) = l.iter().rposition(|(k, _)| *k == key) {
-                l.remove(i);
-            }
-        });
-    }
-}
-
-const INSERT: &str = "INSERT INTO claude_memory_history (scope, id, file, op, path, from_path,
-     time_ns, actor, call, sha256, size, content, redacted, note)
-     VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7, NULLIF($8, ''),
-             NULLIF($9, ''), $10, $11, $12, $13::BIGINT <> 0, NULLIF($14, ''))";
-
-/// A version queued in a hosted change (see `host`): `$15` is `1` when
-/// it goes out behind the change's last statement, so it is inserted
-/// only if that transaction wrote (the store did change).
-const INSERT_IF_WRITTEN: &str = "INSERT INTO claude_memory_history (scope, id, file, op, path,
-     from_path, time_ns, actor, call, sha256, size, content, redacted, note)
-     SELECT $1::text, $2::bigint, $3::bigint, $4::text, $5::text, NULLIF($6::text, ''), $7::bigint,
-            NULLIF($8::text, ''), NULLIF($9::text, ''), $10::text, $11::bigint, $12::bytea,
-            $13::BIGINT <> 0, NULLIF($14::text, '')
-     WHERE $15::bigint = 0 OR txid_current_if_assigned() IS NOT NULL";
-
-/// The counter past a hosted change's versions, behind them, always
-/// (`$3`, the rule's flag, is not needed: ids of versions not inserted
-/// are not given out again, and the log's guess of the last id stays
-/// right after a refused write).
-const COUNTER_AFTER: &str = "UPDATE claude_memory_history_ids SET last_id = GREATEST(last_id, $2)
-     WHERE scope = $1 AND $3::bigint IS NOT NULL";
+/// One version, with the next id of its scope's counter: one statement,
+/// so one round trip a version.
+const INSERT: &str = "WITH next AS (
+         INSERT INTO claude_memory_history_ids (scope, last_id) VALUES ($1, 1)
+         ON CONFLICT (scope) DO UPDATE SET last_id = claude_memory_history_ids.last_id + 1
+         RETURNING last_id)
+     INSERT INTO claude_memory_history (scope, id, file, op, path, from_path,
+         time_ns, actor, call, sha256, size, content, redacted, note)
+     SELECT $1, next.last_id, $2, $3, $4, NULLIF($5, ''), $6, NULLIF($7, ''),
+         NULLIF($8, ''), $9, $10, $11, $12::BIGINT <> 0, NULLIF($13, '')
+     FROM next RETURNING id";
 
 impl std::fmt::Debug for PostgresLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -133,24 +92,17 @@ impl PostgresLog {
     /// The log of `store`'s database, for `scope` (the store's tenant id,
     /// `""` for a store with no tenant; any other scope is refused), on
     /// `store`'s own pool: give it the store the
-    /// [`HistoryStore`](super::super::HistoryStore) wraps (or a clone). Each change then runs in one
-    /// transaction the log hosts on that pool: the writer lock, the
-    /// store's statements and the change's versions commit together, in
-    /// the change's own round trips (a create: 1, as without history;
-    /// `connect`'s log takes 6). The log's last id is guessed and checked
-    /// by the database in the change's first round trip; when another
-    /// writer appended meanwhile, the transaction is rolled back and the
-    /// change runs again, so a store wrapper of your own between the
-    /// two must act only through the store (see the README's safety
-    /// model). Given another store, the log notices that no store
-    /// statement joins it and never guesses; its versions then commit
-    /// after the change instead of before it (a crash between the two
-    /// leaves a change the next open records as a repair).
+    /// [`HistoryStore`](super::super::HistoryStore) wraps (or a clone).
+    /// Each change is then one transaction: the writer lock, the
+    /// change's versions and the store's statements (each a savepoint of
+    /// it) commit together, so no crash leaves a change without its
+    /// version. [`connect`](Self::connect)'s log, on a pool of its own,
+    /// commits the versions before the change instead; a crash between
+    /// the two leaves versions the next writer or opener checks against
+    /// the store.
     pub fn for_store(store: &PostgresStore, scope: &str) -> Result<Self, HistoryError> {
         super::same_scope(store.tenant(), scope)?;
-        let mut log = Self::connect_on(store.clone(), scope)?;
-        log.hosts = true;
-        Ok(log)
+        Self::connect_on(store.clone(), scope)
     }
 
     fn connect_on(db: PostgresStore, scope: &str) -> Result<Self, HistoryError> {
@@ -169,90 +121,7 @@ impl PostgresLog {
         Ok(PostgresLog {
             db,
             scope: scope.to_owned(),
-            hosts: false,
-            last_seen: std::sync::atomic::AtomicU64::new(0),
-            joined: std::sync::atomic::AtomicBool::new(false),
         })
-    }
-
-    /// This log's key in `LAST`.
-    fn key(&self) -> usize {
-        std::ptr::from_ref(self) as usize
-    }
-
-    /// The last id given out, while this thread hosts this log's change.
-    fn hosted_last(&self) -> Option<u64> {
-        if !self.hosts || !self.db.hosts() {
-            return None;
-        }
-        let key = self.key();
-        LAST.with(|l| {
-            l.borrow()
-                .iter()
-                .rev()
-                .find(|(k, _)| *k == key)
-                .map(|e| e.1)
-        })
-    }
-
-    fn set_hosted_last(&self, last: u64) {
-        let key = self.key();
-        LAST.with(|l| {
-            if let Some(e) = l.borrow_mut().iter_mut().rev().find(|(k, _)| *k == key) {
-                e.1 = last;
-            }
-        });
-    }
-
-    /// `versions` queued in the hosted transaction, with the ids after
-    /// `last` (the counter row set past them, in the same transaction).
-    fn append_hosted(&self, versions: &mut [Revision], last: u64) -> Result<bool, HistoryError> {
-        let text = |t: &Option<String>| Owned::Text(Some(t.clone().unwrap_or_default()));
-        let mut statements = Vec::with_capacity(versions.len() + 1);
-        let mut id = last;
-        for v in versions.iter() {
-            id += 1;
-            statements.push(Queue {
-                sql: INSERT_IF_WRITTEN,
-                params: vec![
-                    Owned::Text(Some(self.scope.clone())),
-                    Owned::Int(i64_of(id)),
-                    Owned::Int(i64_of(v.file)),
-                    Owned::Text(Some(v.op.as_str().to_owned())),
-                    Owned::Text(Some(v.path.clone())),
-                    text(&v.from),
-                    Owned::Int(i64_of(to_nanos(v.time))),
-                    text(&v.actor),
-                    text(&v.call),
-                    Owned::Text(Some(v.sha256.clone())),
-                    Owned::Int(i64_of(v.size)),
-                    Owned::Bytes(v.content.clone()),
-                    Owned::Int(i64::from(v.redacted)),
-                    text(&v.note),
-                ],
-                version: Some(id),
-                versioned: true,
-            });
-        }
-        statements.push(Queue {
-            sql: COUNTER_AFTER,
-            params: vec![
-                Owned::Text(Some(self.scope.clone())),
-                Owned::Int(i64_of(id)),
-            ],
-            version: None,
-            versioned: true,
-        });
-        if !self.db.queue(statements).map_err(db_fail)? {
-            return Ok(false);
-        }
-        let mut next = last;
-        for v in versions.iter_mut() {
-            next += 1;
-            v.id = next;
-        }
-        self.set_hosted_last(id);
-        Ok(true)
     }
 
     /// Whether the database at `url` keeps a history for `scope` (a
@@ -282,29 +151,6 @@ impl PostgresLog {
         .map_err(db_fail)
     }
 
-    /// [`exclusive`](HistoryLog::exclusive) of a log on the store's pool:
-    /// the change lock's transaction is hosted (see
-    /// `store::sql::postgres::host`): the store's mutations on this
-    /// thread run in it, and appends and drops are queued in it, sent
-    /// with the change's statements, so both commit together. Round
-    /// trips: the lock and the last id (one), then the change's own.
-    fn exclusive_hosted(&self, change: &mut dyn FnMut(u64), one: bool) -> Result<(), HistoryError> {
-        if let Some(last) = self.hosted_last() {
-            change(last); // inside this thread's change of this log
-            return Ok(());
-        }
-        let ((), hosted) = self
-            .db
-            .hosting(&self.change_lock(), None, one, |pg| {
-                let last = self.last_id(pg)?;
-                self.run_hosted(last, change);
-                Ok(())
-            })
-            .map_err(db_fail)?;
-        self.saw(hosted);
-        Ok(())
-    }
-
     /// The last id given out in this scope, read under the change lock.
     fn last_id<D: Dialect<Error = crate::PostgresError>>(
         &self,
@@ -325,31 +171,6 @@ impl PostgresLog {
         format!("\u{1}history-change:{}", self.scope)
     }
 
-    /// Runs `change` with `last` as the last id given out (appends queue
-    /// the ids after it), and notes the last id it left.
-    fn run_hosted(&self, last: u64, change: &mut dyn FnMut(u64)) {
-        let key = self.key();
-        LAST.with(|l| l.borrow_mut().push((key, last)));
-        let _hosted = Hosted(key);
-        change(last);
-        let left = LAST.with(|l| {
-            l.borrow()
-                .iter()
-                .rev()
-                .find(|(k, _)| *k == key)
-                .map(|e| e.1)
-        });
-        self.last_seen
-            .store(left.unwrap_or(last), std::sync::atomic::Ordering::Relaxed);
-    }
-
-    fn saw(&self, hosted: crate::store::sql::Hosted) {
-        if hosted.joined {
-            self.joined
-                .store(true, std::sync::atomic::Ordering::Relaxed);
-        }
-    }
-
     /// The advisory lock of this scope's appends.
     fn lock(&self) -> String {
         format!("\u{1}history:{}", self.scope)
@@ -363,7 +184,7 @@ impl PostgresLog {
     /// NULL in its place: the bytes never leave the server).
     fn select(&self, after: u64, content: bool) -> Result<Vec<Revision>, HistoryError> {
         self.db
-            .hosted_or_own(|c| {
+            .reading(|c| {
                 Ok(c.fetch_all(
                     if content {
                         "SELECT id, file, op, path, COALESCE(from_path, ''), time_ns,
@@ -405,39 +226,21 @@ impl HistoryLog for PostgresLog {
         if versions.is_empty() {
             return Ok(());
         }
-        if let Some(last) = self.hosted_last()
-            && self.append_hosted(versions, last)?
-        {
-            return Ok(());
-        }
-        let count = i64_of(versions.len() as u64);
         // Unsynced: the store's change that follows commits synced on the
-        // same server (the CLI's log is in the store's database), which
-        // flushes the WAL up to its own record and so this version's with
-        // it; one fsync a change instead of two (issue 19's cost goal).
+        // same server, which flushes the WAL up to its own record and so
+        // this version's with it: one fsync a change instead of two.
         let ids = self
             .db
             .transaction_with(&self.lock(), Durability::Unsynced, |tx| {
-                // The counter row's lock orders concurrent appends; a
-                // dropped version's id is never given out again.
-                let last = tx
-                    .fetch_opt(
-                        "INSERT INTO claude_memory_history_ids (scope, last_id) VALUES ($1, $2)
-                         ON CONFLICT (scope) DO UPDATE
-                         SET last_id = claude_memory_history_ids.last_id + $2 RETURNING last_id",
-                        &[Param::Text(&self.scope), Param::Int(count)],
-                        |r| r.int(0),
-                    )?
-                    .unwrap_or(count);
-                let mut id = u64_of(last).saturating_sub(versions.len() as u64);
                 let mut ids = Vec::with_capacity(versions.len());
-                for v in versions.iter() {
-                    id += 1;
-                    tx.run(
+                for (i, v) in versions.iter().enumerate() {
+                    if i + 1 == versions.len() {
+                        tx.last_statement();
+                    }
+                    let id = tx.fetch_opt(
                         INSERT,
                         &[
                             Param::Text(&self.scope),
-                            Param::Int(i64_of(id)),
                             Param::Int(i64_of(v.file)),
                             Param::Text(v.op.as_str()),
                             Param::Text(&v.path),
@@ -454,8 +257,9 @@ impl HistoryLog for PostgresLog {
                             Param::Int(i64::from(v.redacted)),
                             or_empty(&v.note),
                         ],
+                        |r| r.int(0),
                     )?;
-                    ids.push(id);
+                    ids.push(u64_of(id.unwrap_or(0)));
                 }
                 Ok(ids)
             })
@@ -474,32 +278,9 @@ impl HistoryLog for PostgresLog {
         if ids.is_empty() {
             return Ok(());
         }
-        let mut ids = ids.to_vec();
-        if self.hosted_last().is_some() {
-            // Not sent yet: taken out. Sent: deleted in the same transaction.
-            ids = self.db.unqueue(&ids);
-            if ids.is_empty() {
-                return Ok(());
-            }
-            let statements = ids
-                .iter()
-                .map(|&id| Queue {
-                    sql: "DELETE FROM claude_memory_history WHERE scope = $1 AND id = $2",
-                    params: vec![
-                        Owned::Text(Some(self.scope.clone())),
-                        Owned::Int(i64_of(id)),
-                    ],
-                    version: None,
-                    versioned: false,
-                })
-                .collect();
-            if self.db.queue(statements).map_err(db_fail)? {
-                return Ok(());
-            }
-        }
         self.db
             .transaction(&self.lock(), |tx| {
-                for &id in &ids {
+                for &id in ids {
                     tx.run(
                         "DELETE FROM claude_memory_history WHERE scope = $1 AND id = $2",
                         &[Param::Text(&self.scope), Param::Int(i64_of(id))],
@@ -583,11 +364,9 @@ impl HistoryLog for PostgresLog {
 
     /// A transaction holding this scope's change lock (an advisory
     /// lock every process writing this history takes) for the whole
-    /// change; the appends run on the log's other connection.
+    /// change. On the store's pool, the change's appends and the store's
+    /// statements on this thread join it.
     fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
-        if self.hosts {
-            return self.exclusive_hosted(change, false);
-        }
         let mut ran = false;
         self.db
             .transaction(&self.change_lock(), |tx| {
@@ -603,43 +382,6 @@ impl HistoryLog for PostgresLog {
 
     fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
         self.load_where(after)
-    }
-
-    /// On the store's pool, once a change has shown the store joins the
-    /// hosted transaction: `change` runs on this log's last known id
-    /// without asking for it. The guess is checked by a statement that
-    /// goes out with the change's first one and fails unless the counter
-    /// still holds it; if it fails, the transaction (the change's every
-    /// statement, its versions) is rolled back, and `change` runs again
-    /// as [`exclusive`](HistoryLog::exclusive) runs it. A lone writer's
-    /// guess holds: a change costs its own round trips and no more.
-    fn exclusive_guessing(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
-        use std::sync::atomic::Ordering;
-        if !self.hosts {
-            return self.exclusive(change);
-        }
-        if self.hosted_last().is_some() || !self.joined.load(Ordering::Relaxed) {
-            return self.exclusive_hosted(change, true);
-        }
-        let guess = self.last_seen.load(Ordering::Relaxed);
-        let check = (
-            "SELECT 1 / (CASE WHEN last_id = $2 THEN 1 ELSE 0 END) FROM claude_memory_history_ids WHERE scope = $1",
-            vec![
-                Owned::Text(Some(self.scope.clone())),
-                Owned::Int(i64_of(guess)),
-            ],
-        );
-        let ((), hosted) = self
-            .db
-            .hosting(&self.change_lock(), Some(check), true, |_| {
-                self.run_hosted(guess, change);
-                Ok(())
-            })
-            .map_err(db_fail)?;
-        if !hosted.stale {
-            return Ok(());
-        }
-        self.exclusive_hosted(change, true)
     }
 
     /// Yes: the scope's advisory lock, held by every writer's change

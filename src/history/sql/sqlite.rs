@@ -270,7 +270,7 @@ impl SqliteLog {
     /// commit is synced (`FULL`) and fsyncs the write-ahead log with every
     /// frame before it, this version's included. So the version is
     /// durable whenever its change is, for one fsync a change instead of
-    /// two (issue 19's cost goal). Inside the store's transaction (an
+    /// two. Inside the store's transaction (an
     /// edit), or on a log of its own, nothing changes.
     fn unsynced<T>(&self, f: impl FnOnce() -> Result<T, HistoryError>) -> Result<T, HistoryError> {
         let Source::Shared(store) = &self.conn else {

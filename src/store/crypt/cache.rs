@@ -4,7 +4,7 @@
 //! store's lifetime), so the stored form of a plaintext path, and the
 //! plaintext of a stored name in a directory, are pure functions of their
 //! inputs: remembering them changes no answer, only skips the work. The
-//! profile of a directory view (issue 21's bench) had AES-SIV, base32 and
+//! profile of a directory view had AES-SIV, base32 and
 //! the path checks of the 52-character stored names as most of the
 //! wrapper's cost; a hit costs one hash lookup instead.
 //!

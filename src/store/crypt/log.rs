@@ -128,7 +128,7 @@ impl<L: HistoryLog> HistoryLog for SealedLog<L> {
         Ok(out)
     }
 
-    /// The records without content (issue 19's listing bound): the
+    /// The records without content (a listing reads no content): the
     /// sealed path, source and hash opened, no content read.
     fn records(&self) -> Result<Vec<Revision>, HistoryError> {
         let mut out = self.inner.records()?;
@@ -165,10 +165,6 @@ impl<L: HistoryLog> HistoryLog for SealedLog<L> {
 
     fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
         self.inner.exclusive(change)
-    }
-
-    fn exclusive_guessing(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
-        self.inner.exclusive_guessing(change)
     }
 
     fn locks_writers(&self) -> bool {

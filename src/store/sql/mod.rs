@@ -31,10 +31,7 @@ mod tls;
 use std::sync::Arc;
 
 #[cfg(feature = "postgres")]
-#[allow(unused_imports)]
-pub(crate) use postgres::Hosted;
-#[cfg(feature = "postgres")]
-pub(crate) use postgres::{Durability, Owned, Queue};
+pub(crate) use postgres::Durability;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresBuilder, PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]
@@ -173,6 +170,12 @@ pub(crate) trait Dialect {
 /// A transaction: a [`Dialect`] whose work lasts only once committed.
 /// Dropped uncommitted, it rolls back.
 pub(crate) trait Commit: Dialect {
+    /// Takes the transaction's lock now, before anything is read through
+    /// it (a backend may otherwise send it with the first statement).
+    fn begin_now(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
     /// Commits the transaction.
     fn commit(self) -> Result<(), Self::Error>;
 }
@@ -192,7 +195,9 @@ pub(crate) trait Backend {
     fn with<T>(&self, f: impl FnMut(&mut Self::Conn<'_>) -> Result<T, Fail>) -> Result<T, Fail>;
 
     /// Begins a transaction, takes `tenant`'s write lock in it, and hands
-    /// it to `f`, which commits it or drops it. A backend may run `f` again
+    /// it to `f`, which commits it or drops it. Inside another mutation on
+    /// the same thread (an [`exclusive`](crate::store::MemoryStore::exclusive)),
+    /// it is a savepoint of that one's transaction. A backend may run `f` again
     /// on another connection if taking the lock failed because the first
     /// connection was dead (nothing of `f`'s took effect then).
     fn mutate<T>(
@@ -200,17 +205,6 @@ pub(crate) trait Backend {
         tenant: &str,
         f: impl FnMut(Self::Tx<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail>;
-
-    /// [`MemoryStore::exclusive`](crate::store::MemoryStore::exclusive):
-    /// runs `f`, a change made of several mutations, as one where the
-    /// backend can (PostgreSQL inside a history's hosted transaction);
-    /// else just runs it.
-    fn holding(
-        &self,
-        f: &mut dyn FnMut() -> crate::store::StoreResult<()>,
-    ) -> crate::store::StoreResult<()> {
-        f()
-    }
 }
 
 /// A statement parameter.

@@ -36,6 +36,27 @@ fn mutating<B: Backend, T>(
     .map_err(|e| e.into_store(path, true))
 }
 
+/// [`MemoryStore::exclusive`](crate::store::MemoryStore::exclusive) of
+/// a SQL store: `f` inside one mutation's transaction, committed only if
+/// `f` succeeds.
+pub(crate) fn exclusive<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    f: &mut dyn FnMut() -> StoreResult<()>,
+) -> StoreResult<()> {
+    let mut out = Ok(());
+    s.db.mutate(&s.tenant, |mut tx| {
+        tx.begin_now()?;
+        out = f();
+        if out.is_ok() {
+            tx.commit()?;
+        }
+        Ok(())
+    })
+    .map_err(|e| e.into_store(path, true))?;
+    out
+}
+
 pub(crate) fn stat<B: Backend>(
     s: &SqlStore<B>,
     path: &MemoryPath,
@@ -239,18 +260,20 @@ macro_rules! sql_store {
             fn total_size(&self) -> StoreResult<u64> {
                 total_size(&self.0)
             }
-            /// No lock across calls (so [`locks_writers`] is `false`), but
-            /// inside a history's hosted transaction on PostgreSQL the
-            /// whole of `f` is one transaction under the history's lock.
-            ///
-            /// [`locks_writers`]: $crate::store::MemoryStore::locks_writers
+            /// One transaction holding the tenant's write lock for the
+            /// whole of `f`: `f`'s own changes on this thread join it (a
+            /// savepoint each), every other writer waits, and the change
+            /// commits whole or not at all.
             fn exclusive(
                 &self,
                 path: &MemoryPath,
                 f: &mut dyn FnMut() -> StoreResult<()>,
             ) -> StoreResult<()> {
-                let _ = path;
-                self.0.db.holding(f)
+                exclusive(&self.0, path, f)
+            }
+
+            fn locks_writers(&self) -> bool {
+                true
             }
         }
     };

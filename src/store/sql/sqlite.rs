@@ -15,7 +15,7 @@ use std::time::Duration;
 use parking_lot::ReentrantMutex;
 
 use rusqlite::types::ToSqlOutput;
-use rusqlite::{Connection, OpenFlags, ToSql, Transaction, TransactionBehavior, params_from_iter};
+use rusqlite::{Connection, OpenFlags, ToSql, params_from_iter};
 
 use super::sqlite_open::{self, create_private};
 use super::{
@@ -197,7 +197,7 @@ impl SqliteStore {
 /// made inside a mutation on the same thread goes through its transaction.
 impl Backend for ReentrantMutex<Connection> {
     type Conn<'c> = Lite<&'c Connection>;
-    type Tx<'c> = Lite<Transaction<'c>>;
+    type Tx<'c> = Lite<LiteTx<'c>>;
 
     fn with<T>(
         &self,
@@ -208,15 +208,60 @@ impl Backend for ReentrantMutex<Connection> {
     }
 
     /// A `BEGIN IMMEDIATE` transaction: it takes SQLite's write lock, for
-    /// every tenant at once.
+    /// every tenant at once (a savepoint inside one this thread has open).
     fn mutate<T>(
         &self,
         _tenant: &str,
         mut f: impl FnMut(Self::Tx<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
         let conn = self.lock();
-        let tx = Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)?;
-        f(Lite(tx))
+        f(Lite(LiteTx::begin(&conn)?))
+    }
+}
+
+/// A transaction on the store's connection: `BEGIN IMMEDIATE`, or, inside
+/// one this thread has open (an `exclusive`: the reentrant lock lets no
+/// other thread in), a savepoint of it. Rolled back unless committed.
+pub(crate) struct LiteTx<'c> {
+    conn: &'c Connection,
+    nested: bool,
+    open: bool,
+}
+
+impl<'c> LiteTx<'c> {
+    fn begin(conn: &'c Connection) -> rusqlite::Result<Self> {
+        let nested = !conn.is_autocommit();
+        conn.execute_batch(if nested {
+            "SAVEPOINT claude_memory_change"
+        } else {
+            "BEGIN IMMEDIATE"
+        })?;
+        Ok(LiteTx {
+            conn,
+            nested,
+            open: true,
+        })
+    }
+}
+
+impl Deref for LiteTx<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Drop for LiteTx<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            // A failure leaves the transaction to SQLite: a connection
+            // whose rollback failed has lost it already.
+            let _ = self.conn.execute_batch(if self.nested {
+                "ROLLBACK TO claude_memory_change; RELEASE claude_memory_change"
+            } else {
+                "ROLLBACK"
+            });
+        }
     }
 }
 
@@ -299,8 +344,14 @@ impl<C: Deref<Target = Connection>> Dialect for Lite<C> {
     }
 }
 
-impl Commit for Lite<rusqlite::Transaction<'_>> {
-    fn commit(self) -> rusqlite::Result<()> {
-        self.0.commit()
+impl Commit for Lite<LiteTx<'_>> {
+    fn commit(mut self) -> rusqlite::Result<()> {
+        self.0.conn.execute_batch(if self.0.nested {
+            "RELEASE claude_memory_change"
+        } else {
+            "COMMIT"
+        })?;
+        self.0.open = false;
+        Ok(())
     }
 }

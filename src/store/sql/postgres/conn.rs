@@ -12,7 +12,6 @@ use tokio_postgres::types::ToSql;
 
 use super::super::{Backend, Columns, Commit, Dialect, Fail, Param};
 use super::PostgresError;
-use super::host::{self, Joined, SAVEPOINT};
 use super::pool::{ACTIVE, Db, Lent, wait};
 
 /// One pooled connection, as a [`Dialect`]: each statement is prepared
@@ -34,8 +33,9 @@ pub(crate) struct Pg<'c> {
     /// `Some(false)` ended without effect (the statement failed, so the
     /// server rolled it back).
     ended: Option<bool>,
-    /// How this transaction joined a hosting (see `host`).
-    joined: Joined,
+    /// A savepoint of a transaction this thread has open on the same
+    /// connection (see [`Db::mutate_with`]), not a transaction of its own.
+    savepoint: bool,
 }
 
 type Begin<'c> = Pin<Box<dyn Future<Output = Result<(), tokio_postgres::Error>> + 'c>>;
@@ -50,7 +50,7 @@ impl<'c> Pg<'c> {
             lost_at_begin: false,
             commit_next: false,
             ended: None,
-            joined: Joined::No,
+            savepoint: false,
         }
     }
 
@@ -59,103 +59,60 @@ impl<'c> Pg<'c> {
         let e = self.db.error(e);
         if matches!(e, PostgresError::ConnectionLost(_)) || self.conn.is_closed() {
             self.lost = true;
-            host::lost(self.conn);
         }
         e
     }
 
     /// Waits for `fut`, a statement on this connection, sent after the
-    /// pending `BEGIN` if there is one, and after what a hosted
-    /// transaction on this connection has queued (see `host`): all in one
-    /// round trip, since requests are sent in the order first polled and
-    /// answered in order.
+    /// pending `BEGIN` if there is one: both in one round trip, since
+    /// requests are sent in the order first polled and answered in order.
     fn answer<T>(
         &mut self,
         fut: impl Future<Output = Result<T, tokio_postgres::Error>>,
     ) -> Result<T, PostgresError> {
         let limit = self.db.settings.answer_deadline();
-        let conn = self.conn;
-        if host::is_stale(conn) {
-            self.begin = None;
-            return Err(PostgresError::Database(
-                "not sent: the history's guess of its last version was wrong, so the change runs again"
-                    .into(),
-            ));
-        }
-        let (host_begin, queued) = host::take_queue(conn);
-        let mut ahead: Vec<Begin<'_>> = Vec::new();
-        if let Some(b) = &host_begin {
-            ahead.push(Box::pin(conn.batch_execute(b)));
-        }
-        // Where this transaction's own `BEGIN` is in `ahead`.
-        let own = self.begin.is_some().then_some(ahead.len());
-        if let Some(b) = self.begin.take() {
-            ahead.push(b);
-        }
-        // Which of `ahead` is a hosting's check.
-        let mut checks = vec![false; ahead.len()];
-        for q in queued {
-            checks.push(q.check);
-            ahead.push(Box::pin(async move {
-                let params: Vec<&(dyn ToSql + Sync)> = q
-                    .params
-                    .iter()
-                    .map(|p| -> &(dyn ToSql + Sync) { &**p })
-                    .collect();
-                conn.execute(&q.statement, &params).await.map(|_| ())
-            }));
-        }
+        let mut begin = self.begin.take();
+        let at_begin = begin.is_some();
         let mut fut = pin!(fut);
-        let mut done: Vec<Option<Result<(), tokio_postgres::Error>>> =
-            ahead.iter().map(|_| None).collect();
-        let mut answered = None;
-        let all = std::future::poll_fn(|cx| {
-            for (f, d) in ahead.iter_mut().zip(done.iter_mut()) {
-                if d.is_none()
-                    && let Poll::Ready(r) = f.as_mut().poll(cx)
-                {
-                    *d = Some(r);
-                }
+        let (mut begun, mut answered) = (None, None);
+        let both = std::future::poll_fn(|cx| {
+            if let Some(b) = begin.as_mut()
+                && let Poll::Ready(r) = b.as_mut().poll(cx)
+            {
+                begin = None;
+                begun = Some(r);
             }
             if answered.is_none()
                 && let Poll::Ready(r) = fut.as_mut().poll(cx)
             {
                 answered = Some(r);
             }
-            let failed = done.iter().position(|d| matches!(d, Some(Err(_))));
-            let waiting = done.iter().any(Option::is_none);
-            match failed {
-                Some(i) => Poll::Ready((Some((i, done[i].take())), None)),
-                None if !waiting && answered.is_some() => Poll::Ready((None, answered.take())),
-                None => Poll::Pending,
+            match (&begun, &answered) {
+                (Some(Err(_)), _) => Poll::Ready(()),
+                _ if begin.is_none() && answered.is_some() => Poll::Ready(()),
+                _ => Poll::Pending,
             }
         });
-        match wait(all, limit) {
-            Some((Some((i, Some(Err(e)))), _)) => {
-                if checks.get(i) == Some(&true)
-                    && e.code().map(tokio_postgres::error::SqlState::code)
-                        == Some(host::CHECK_FAILED)
-                {
-                    host::stale(conn);
-                }
+        if wait(both, limit).is_none() {
+            self.lost = true;
+            return Err(PostgresError::NoAnswer(limit));
+        }
+        match (begun, answered) {
+            (Some(Err(e)), _) => {
                 let e = self.fail(e);
-                if own == Some(i) && host_begin.is_none() {
-                    self.lost_at_begin = self.lost;
-                }
+                self.lost_at_begin = at_begin && self.lost;
                 Err(e)
             }
-            Some((None, Some(Ok(v)))) => Ok(v),
-            Some((None, Some(Err(e)))) => Err(self.fail(e)),
-            Some(_) | None => {
+            (_, Some(Ok(v))) => Ok(v),
+            (_, Some(Err(e))) => Err(self.fail(e)),
+            (_, None) => {
                 self.lost = true;
-                host::lost(conn);
                 Err(PostgresError::NoAnswer(limit))
             }
         }
     }
 
-    /// Sends what a hosted transaction on this connection has queued, and
-    /// waits for it (nothing else goes with it).
+    /// Sends the pending `BEGIN` (and lock) and waits for it.
     pub(super) fn flush(&mut self) -> Result<(), PostgresError> {
         self.answer(std::future::ready(Ok(())))
     }
@@ -163,9 +120,7 @@ impl<'c> Pg<'c> {
     /// Ends the transaction with `sql` (`COMMIT` or `ROLLBACK`), sent on
     /// its own.
     fn end(&mut self, sql: &str) -> Result<(), PostgresError> {
-        let done = self.simple(sql);
-        host::ended(self.conn);
-        done
+        self.simple(sql)
     }
 
     /// Runs the prepared (cached) statement `sql` through `run`; when it is
@@ -182,44 +137,19 @@ impl<'c> Pg<'c> {
         Fut: Future<Output = Result<T, tokio_postgres::Error>>,
     {
         let conn = self.conn;
-        let last = std::mem::take(&mut self.commit_next);
-        // What goes out behind the last statement: `COMMIT` (with a
-        // one-change hosting's versions between), or a savepoint's release.
-        let tail = match self.joined {
-            Joined::No => "COMMIT",
-            Joined::One if host::pipelines(conn) => "COMMIT",
-            Joined::One => "",
-            Joined::Savepoint => RELEASE,
-        };
-        if !last || tail.is_empty() {
+        if !std::mem::take(&mut self.commit_next) {
             return self.answer(async {
                 let st = conn.prepare_cached(sql).await?;
                 run(st).await
             });
         }
-        let after = if self.joined == Joined::One {
-            host::take_after(conn)
-        } else {
-            Vec::new()
-        };
+        // What goes out behind the last statement: `COMMIT`, or a
+        // savepoint's release.
+        let tail = if self.savepoint { RELEASE } else { "COMMIT" };
         let both = self.answer(async {
             let st = conn.prepare_cached(sql).await?;
+            // Polled in this order, so sent in this order.
             let mut stmt = pin!(run(st));
-            let mut between: Vec<Begin<'_>> = after
-                .into_iter()
-                .map(|q| -> Begin<'_> {
-                    Box::pin(async move {
-                        let params: Vec<&(dyn ToSql + Sync)> = q
-                            .params
-                            .iter()
-                            .map(|p| -> &(dyn ToSql + Sync) { &**p })
-                            .collect();
-                        conn.execute(&q.statement, &params).await.map(|_| ())
-                    })
-                })
-                .collect();
-            let mut gone: Vec<Option<Result<(), tokio_postgres::Error>>> =
-                between.iter().map(|_| None).collect();
             let mut commit = pin!(conn.batch_execute(tail));
             let (mut done, mut committed) = (None, None);
             std::future::poll_fn(|cx| {
@@ -228,34 +158,13 @@ impl<'c> Pg<'c> {
                 {
                     done = Some(r);
                 }
-                for (f, g) in between.iter_mut().zip(gone.iter_mut()) {
-                    if g.is_none()
-                        && let Poll::Ready(r) = f.as_mut().poll(cx)
-                    {
-                        *g = Some(r);
-                    }
-                }
                 if committed.is_none()
                     && let Poll::Ready(r) = commit.as_mut().poll(cx)
                 {
                     committed = Some(r);
                 }
-                if gone.iter().any(Option::is_none) {
-                    return Poll::Pending;
-                }
                 match (done.take(), committed.take()) {
-                    (Some(d), Some(c)) => {
-                        // A version that failed fails the transaction
-                        // (the server rolled it back), as its statement.
-                        let c = match gone.iter_mut().find(|g| matches!(g, Some(Err(_)))) {
-                            Some(g) => match g.take() {
-                                Some(Err(e)) => Err(e),
-                                _ => c,
-                            },
-                            None => c,
-                        };
-                        Poll::Ready(Ok((d, c)))
-                    }
+                    (Some(d), Some(c)) => Poll::Ready(Ok((d, c))),
                     (d, c) => {
                         (done, committed) = (d, c);
                         Poll::Pending
@@ -264,13 +173,6 @@ impl<'c> Pg<'c> {
             })
             .await
         });
-        // Ended only if the `COMMIT` was answered: when something sent
-        // before the statement failed (a hosting's check), the answer
-        // came back before the statement and its `COMMIT` went out, and
-        // the transaction is open (aborted) until rolled back.
-        if tail == "COMMIT" && both.is_ok() {
-            host::ended(conn);
-        }
         match both {
             Ok((Ok(v), Ok(()))) => {
                 self.ended = Some(true);
@@ -282,13 +184,6 @@ impl<'c> Pg<'c> {
             }
             Err(e) => Err(e),
         }
-    }
-
-    /// Ends a hosting's transaction: the versions still waiting, then
-    /// `COMMIT`.
-    pub(super) fn commit_hosted(&mut self) -> Result<(), PostgresError> {
-        host::release_after(self.conn);
-        self.end("COMMIT")
     }
 
     /// Runs `sql` (one or more statements, no parameters) as a simple
@@ -560,6 +455,10 @@ impl Dialect for PgTx<'_> {
 }
 
 impl Commit for PgTx<'_> {
+    fn begin_now(&mut self) -> Result<(), PostgresError> {
+        self.pg.flush()
+    }
+
     fn commit(mut self) -> Result<(), PostgresError> {
         match self.pg.ended {
             // Committed behind the last statement.
@@ -569,20 +468,31 @@ impl Commit for PgTx<'_> {
                     "the transaction was rolled back".into(),
                 ));
             }
-            None => match self.pg.joined {
-                Joined::No => self.pg.end("COMMIT")?,
-                // The hosting commits, with the change's versions.
-                Joined::One => {}
-                Joined::Savepoint => self.pg.simple(RELEASE)?,
-            },
+            None if self.pg.savepoint => self.pg.simple(RELEASE)?,
+            None => self.pg.end("COMMIT")?,
         }
         self.state.set(TxState::Committed);
         Ok(())
     }
 }
 
-/// Releases a joined mutation's savepoint (see `host`).
+/// A mutation joining a transaction already open on this thread runs in
+/// this savepoint (see [`Db::mutate_with`]).
+const SAVEPOINT: &str = "SAVEPOINT claude_memory_change";
+/// Keeps a joined mutation's changes in the enclosing transaction.
 const RELEASE: &str = "RELEASE SAVEPOINT claude_memory_change";
+/// Undoes a joined mutation's changes, and ends its savepoint, so an
+/// enclosing savepoint of the same name is the one named next.
+const UNDO: &str =
+    "ROLLBACK TO SAVEPOINT claude_memory_change; RELEASE SAVEPOINT claude_memory_change";
+
+/// `SELECT pg_advisory_xact_lock(…)` of the lock named `name`.
+pub(super) fn lock_sql(name: &str) -> String {
+    format!(
+        "SELECT pg_advisory_xact_lock(hashtextextended({}, 0))",
+        literal(&format!("claude-memory:{name}"))
+    )
+}
 
 /// `sql` text as a string literal.
 pub(super) fn literal(s: &str) -> String {
@@ -591,13 +501,10 @@ pub(super) fn literal(s: &str) -> String {
 
 impl Db {
     /// Runs `f` on a connection of its own from the pool, never on a
-    /// mutation's transaction running on this thread: for the history
-    /// log's reads and compaction, which must not take the history
-    /// table's lock inside a change transaction that lasts the whole
-    /// change (a `VACUUM FULL` waiting for that lock made every append
-    /// queue behind it, the appending process's own included, until its
-    /// lock timeout: issue 19). A connection found dead is closed and `f`
-    /// runs again on another: reads are safe to repeat.
+    /// mutation's transaction running on this thread: for reads and
+    /// maintenance outside any change (the history log's compaction must
+    /// not run inside a transaction). A connection found dead is closed
+    /// and `f` runs again on another: reads are safe to repeat.
     pub(crate) fn with_own<T>(
         &self,
         mut f: impl FnMut(&mut Pg<'_>) -> Result<T, Fail>,
@@ -624,13 +531,6 @@ impl Db {
 impl Backend for Db {
     type Conn<'c> = Pg<'c>;
     type Tx<'c> = PgTx<'c>;
-
-    fn holding(
-        &self,
-        f: &mut dyn FnMut() -> crate::store::StoreResult<()>,
-    ) -> crate::store::StoreResult<()> {
-        Db::holding(self, f)
-    }
 
     /// Runs `f` on a pooled connection (or, inside a mutation on this
     /// thread, on its transaction). A connection found dead is closed and
@@ -686,16 +586,17 @@ impl Db {
         durability: Durability,
         mut f: impl FnMut(PgTx<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
-        if self.host_lost() {
-            return Err(Fail::Invalid(
-                "the connection of the history's change was lost",
-            ));
-        }
-        let lock = host::lock_sql(tenant);
-        // The crate's own locks start with U+0001; a tenant id cannot.
-        let store = !tenant.starts_with('\u{1}');
-        if let Some((conn, begin, how)) = host::join(self.key(), &lock, store) {
-            return self.joined(&conn, &begin, how, f);
+        let lock = lock_sql(tenant);
+        let key = self.key();
+        let open = ACTIVE.with(|a| {
+            a.borrow()
+                .iter()
+                .rev()
+                .find(|(k, _)| *k == key)
+                .map(|(_, c)| Arc::clone(c))
+        });
+        if let Some(conn) = open {
+            return self.joined(&conn, &format!("{SAVEPOINT}; {lock}"), f);
         }
         // Generic plans for the transaction's prepared statements: the
         // server would otherwise plan WRITE_CHECKED again at every
@@ -734,47 +635,27 @@ impl Db {
         }
     }
 
-    /// A mutation inside this thread's hosted transaction (see `host`) on
-    /// its connection `conn`: `begin` is its lock (and the transaction's
-    /// `BEGIN` when it starts one). It commits as any mutation does, with
-    /// what the host queued; it never starts over on another connection,
-    /// since the hosted one is the only one holding the hosted lock.
+    /// A mutation inside a transaction this thread has open on `conn`
+    /// (an [`exclusive`](Backend::exclusive), or a mutation whose change
+    /// mutates again): a savepoint of it, whose `begin` takes the lock
+    /// again (advisory locks are re-entrant in a session). It never starts
+    /// over on another connection, which would not hold the enclosing
+    /// transaction's locks.
     fn joined<T>(
         &self,
         conn: &Arc<Object>,
         begin: &str,
-        how: Joined,
         mut f: impl FnMut(PgTx<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
         let state = Cell::new(TxState::Open);
         let mut pg = Pg::new(self, conn);
-        pg.joined = how;
+        pg.savepoint = true;
         pg.begin = Some(Box::pin(conn.batch_execute(begin)));
         let out = f(PgTx { pg, state: &state });
-        let undo = match (state.get(), how) {
-            (TxState::Lost | TxState::LostAtBegin, _) => {
-                host::lost(conn);
-                None
-            }
-            (TxState::Committed | TxState::Ended, _) => None,
-            // Ended by its `COMMIT`: the server rolled it back.
-            (TxState::EndedFailed, Joined::One | Joined::No) => None,
-            (TxState::EndedFailed | TxState::Open, Joined::Savepoint) => {
-                Some(format!("ROLLBACK TO SAVEPOINT {SAVEPOINT}"))
-            }
-            (TxState::Open, Joined::One | Joined::No) => Some("ROLLBACK".to_owned()),
-        };
-        // A stale hosting sends nothing more: it rolls back at its end.
-        if let Some(sql) = undo.filter(|_| !host::is_stale(conn)) {
-            let mut pg = Pg::new(self, conn);
-            let done = if how == Joined::Savepoint {
-                pg.simple(&sql)
-            } else {
-                pg.end(&sql)
-            };
-            if done.is_err() {
-                host::lost(conn);
-            }
+        if matches!(state.get(), TxState::EndedFailed | TxState::Open) {
+            // A lost connection fails the enclosing transaction's next
+            // statement too; nothing more to do for it here.
+            let _ = Pg::new(self, conn).simple(UNDO);
         }
         out
     }

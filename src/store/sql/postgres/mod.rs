@@ -20,7 +20,6 @@
 //! last clone stops that thread, which drops its runtime there.
 
 mod conn;
-mod host;
 mod pool;
 
 use std::time::Duration;
@@ -30,7 +29,6 @@ use super::{Commit, DriverError, Fail, SqlStore, schema};
 use crate::tenant::TenantId;
 
 pub(crate) use self::conn::{Durability, Pg, PgTx};
-pub(crate) use self::host::{Hosted, Owned, Queue};
 pub(super) use self::pool::Db;
 
 /// Serializes schema creation between processes starting together.
@@ -332,43 +330,9 @@ impl PostgresStore {
         })
     }
 
-    /// Runs `f` in a transaction holding the advisory lock named `lock`
-    /// that this store's mutations on this thread join while `f` runs,
-    /// and [`queue`](Self::queue) adds to; commits it unless `f` fails:
-    /// the history log's writer lock, so a change and its version commit
-    /// together (see `host`).
-    pub(crate) fn hosting<T>(
-        &self,
-        lock: &str,
-        check: Option<(&str, Vec<Owned>)>,
-        one: bool,
-        f: impl FnOnce(&mut Pg<'_>) -> Result<T, Fail>,
-    ) -> Result<(T, Hosted), Fail> {
-        self.0.db.hosting(lock, check, one, f)
-    }
-
-    /// Queues `statements` in this thread's [`hosting`](Self::hosting)
-    /// transaction, sent with its next statement; `Ok(false)` if there
-    /// is none.
-    pub(crate) fn queue(&self, statements: Vec<Queue<'_>>) -> Result<bool, Fail> {
-        self.0.db.queue(statements)
-    }
-
-    /// Takes the versions `ids` out of this thread's hosting's queues if
-    /// they were not sent yet; returns the others.
-    pub(crate) fn unqueue(&self, ids: &[u64]) -> Vec<u64> {
-        self.0.db.unqueue(ids)
-    }
-
-    /// Whether this thread is inside a [`hosting`](Self::hosting) of this
-    /// store's pool.
-    pub(crate) fn hosts(&self) -> bool {
-        self.0.db.hosts()
-    }
-
     /// Runs `f` on a connection of this store's pool, outside any
-    /// transaction (reads of the crate's own tables), even one this
-    /// thread has open on the same pool (see `Db::with_own`).
+    /// transaction (reads of the crate's own tables): one this thread has
+    /// open on the same pool is not used (see `Db::with_own`).
     pub(crate) fn connection<T>(
         &self,
         f: impl FnMut(&mut Pg<'_>) -> Result<T, Fail>,
@@ -376,21 +340,15 @@ impl PostgresStore {
         self.0.db.with_own(f)
     }
 
-    /// Runs `f` in this thread's [`hosting`](Self::hosting) transaction if
-    /// there is one (the history log's reads inside its own change: they
-    /// need no second connection, and no `VACUUM FULL` can queue between
-    /// them and the change's appends, which hold the same table's lock
-    /// in the same transaction), else as [`connection`](Self::connection).
-    pub(crate) fn hosted_or_own<T>(
+    /// Runs `f` in the transaction this thread has open on this store's
+    /// pool, if there is one (the history log's reads inside its own
+    /// change), else as [`connection`](Self::connection).
+    pub(crate) fn reading<T>(
         &self,
         f: impl FnMut(&mut Pg<'_>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
         use super::Backend;
-        if self.hosts() {
-            self.0.db.with(f)
-        } else {
-            self.0.db.with_own(f)
-        }
+        self.0.db.with(f)
     }
 
     /// Connects to `url` (`postgres://user@host:port/db`, with
