@@ -116,6 +116,7 @@ impl CloudBuilder {
             layout: Layout::new(&self.prefix),
             io,
             settings: self.settings,
+            stash: Default::default(),
         };
         store.probe()?;
         let root = crate::path::MemoryPath::root();

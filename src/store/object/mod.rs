@@ -75,6 +75,8 @@ pub struct CloudStore {
     layout: Layout,
     io: Io,
     settings: config::Settings,
+    /// The listing a directory view's `open` made for its `list`.
+    stash: Arc<stash::Stash>,
 }
 
 impl std::fmt::Debug for CloudStore {

@@ -16,7 +16,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use super::errors::Sent;
 use super::intent;
 use super::listing::{any_below, bytes_below, children};
-use super::{CloudStore, cond, keys, stash};
+use super::{CloudStore, cond, keys};
 use crate::path::MemoryPath;
 use crate::store::{
     Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Quota, StoreError,
@@ -271,7 +271,7 @@ impl Read for ChunkReader {
 #[deny(clippy::missing_trait_methods)]
 impl MemoryStore for CloudStore {
     fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
-        stash::clear();
+        self.stash.clear();
         Ok(match self.find(path)? {
             Found::Dir => Some(Metadata {
                 kind: EntryKind::Directory,
@@ -288,7 +288,7 @@ impl MemoryStore for CloudStore {
     }
 
     fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
-        stash::clear();
+        self.stash.clear();
         let (data, meta) = self.get(path, limit)?;
         Ok(FileContent {
             data,
@@ -297,7 +297,7 @@ impl MemoryStore for CloudStore {
     }
 
     fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
-        stash::clear();
+        self.stash.clear();
         if path.is_root() {
             return Err(StoreError::IsADirectory { path: path.clone() });
         }
@@ -331,14 +331,14 @@ impl MemoryStore for CloudStore {
                 if !listed.exists {
                     return Err(StoreError::NotFound { path: path.clone() });
                 }
-                stash::keep(self.io.id(), key, listed);
+                self.stash.keep(key, listed);
                 Err(StoreError::IsADirectory { path: path.clone() })
             }
         }
     }
 
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        stash::clear();
+        self.stash.clear();
         self.settle(path)?;
         self.write_checked(path, data, mode)
     }
@@ -351,7 +351,7 @@ impl MemoryStore for CloudStore {
 
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         let (store, key) = (self.bucket(), self.layout.key(dir));
-        let listed = match stash::take(self.io.id(), &key) {
+        let listed = match self.stash.take(&key) {
             Some(kept) => kept,
             None => {
                 self.settle(dir)?;
@@ -368,7 +368,7 @@ impl MemoryStore for CloudStore {
     }
 
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-        stash::clear();
+        self.stash.clear();
         if path.is_root() {
             return Err(StoreError::delete_root(path));
         }
@@ -377,7 +377,7 @@ impl MemoryStore for CloudStore {
     }
 
     fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        stash::clear();
+        self.stash.clear();
         self.rename_entry(from, to)
     }
 
@@ -387,7 +387,7 @@ impl MemoryStore for CloudStore {
         limit: u64,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        stash::clear();
+        self.stash.clear();
         self.settle(path)?;
         for attempt in 0..cond::ATTEMPTS {
             if attempt > 0 {
@@ -408,7 +408,7 @@ impl MemoryStore for CloudStore {
     }
 
     fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        stash::clear();
+        self.stash.clear();
         if path.is_root() {
             return Ok(false);
         }
@@ -426,7 +426,7 @@ impl MemoryStore for CloudStore {
     }
 
     fn total_size(&self) -> StoreResult<u64> {
-        stash::clear();
+        self.stash.clear();
         let root = MemoryPath::root();
         self.bytes_in(&root, &root)
     }
@@ -438,7 +438,7 @@ impl MemoryStore for CloudStore {
         mode: WriteMode,
         quota: Quota<'_>,
     ) -> StoreResult<Version> {
-        stash::clear();
+        self.stash.clear();
         self.settle(path)?;
         self.with_quota_lock(path, || {
             let replaced = match (self.find(path)?, mode) {
@@ -464,7 +464,7 @@ impl MemoryStore for CloudStore {
         quota: Quota<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        stash::clear();
+        self.stash.clear();
         self.settle(path)?;
         self.with_quota_lock(path, || {
             for attempt in 0..cond::ATTEMPTS {
@@ -495,7 +495,7 @@ impl MemoryStore for CloudStore {
         path: &MemoryPath,
         still: &mut dyn FnMut(&Metadata) -> bool,
     ) -> StoreResult<bool> {
-        stash::clear();
+        self.stash.clear();
         match self.stat(path)? {
             Some(m) if m.kind == EntryKind::File && still(&m) => {}
             _ => return Ok(false),

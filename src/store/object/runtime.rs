@@ -15,8 +15,6 @@ use std::sync::{Arc, mpsc};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
-static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
 /// A handle on the store's I/O thread; clones share it.
 #[derive(Debug, Clone)]
 pub(super) struct Io {
@@ -25,9 +23,6 @@ pub(super) struct Io {
 
 #[derive(Debug)]
 struct Thread {
-    /// Unique per I/O thread started: names the store in thread-local
-    /// state (see `stash`).
-    id: u64,
     handle: Handle,
     /// Dropped with the last clone: the thread's `block_on` returns and
     /// the runtime is dropped on that thread.
@@ -51,16 +46,10 @@ impl Io {
             })?;
         Ok(Io {
             inner: Arc::new(Thread {
-                id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                 handle,
                 _stop: stop,
             }),
         })
-    }
-
-    /// This I/O thread's identity (shared by the store's clones).
-    pub(super) fn id(&self) -> u64 {
-        self.inner.id
     }
 
     /// Runs `fut` on the I/O thread and waits for its output. `None` only
