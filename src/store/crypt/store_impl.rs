@@ -9,9 +9,10 @@ use super::record::CONTROL_PREFIX;
 use super::seal::{self, OVERHEAD};
 use super::store::EncryptedStore;
 use crate::path::MemoryPath;
+use crate::store::retry;
 use crate::store::{
     Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Quota, StoreError,
-    StoreResult, Updated, Version, WriteMode, check_quota,
+    StoreResult, UPDATE_ATTEMPTS, Updated, Version, WriteMode, check_quota,
 };
 
 impl<S: MemoryStore> EncryptedStore<S> {
@@ -296,18 +297,18 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
         self.guarded(path, || {
-            for _ in 0..crate::store::UPDATE_ATTEMPTS {
+            retry::until_swapped(UPDATE_ATTEMPTS, retry::LOCAL, || {
                 let file = self.read_plain(path, limit)?;
                 let Ok(new) = change(&file.data) else {
-                    return Ok(Updated::Aborted);
+                    return Ok(Some(Updated::Aborted));
                 };
                 match self.write_within(path, &new, WriteMode::Update(file.version), quota) {
-                    Ok(_) => return Ok(Updated::Written(new)),
-                    Err(StoreError::Conflict { .. }) => continue,
-                    Err(e) => return Err(e),
+                    Ok(_) => Ok(Some(Updated::Written(new))),
+                    Err(StoreError::Conflict { .. }) => Ok(None),
+                    Err(e) => Err(e),
                 }
-            }
-            Err(StoreError::Conflict { path: path.clone() })
+            })?
+            .ok_or_else(|| StoreError::Conflict { path: path.clone() })
         })
     }
 
