@@ -38,7 +38,7 @@ pub struct McpArgs {
     /// Largest HTTP request body, in bytes [default: 8388608]
     #[arg(long, value_name = "BYTES")]
     pub max_body: Option<usize>,
-    /// Sessions open at once [default: 64]
+    /// Sessions open at once [default: 256]
     #[arg(long, value_name = "N")]
     pub max_sessions: Option<NonZeroUsize>,
     /// HTTP requests in flight at once [default: 64]

@@ -49,6 +49,7 @@
 //! # Ok::<(), claude_memory::history::HistoryError>(())
 //! ```
 
+mod catch_up;
 mod file_log;
 mod journal_dir;
 mod journal_line;

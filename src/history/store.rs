@@ -1,11 +1,11 @@
 //! [`HistoryStore`]: the [`MemoryStore`] wrapper that records a version
 //! before each change (write-ahead) and drops it if the change fails.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
-use super::repair::{left_at, replay, touched};
+use super::repair::replay;
 use super::{CALL, ChangeOp, HistoryError, HistoryLog, NOTE, RepairReport, Revision, sha256_hex};
 use crate::path::MemoryPath;
 use crate::store::walk::{Flow, Order, Step, walk};
@@ -199,152 +199,6 @@ impl<S: MemoryStore> HistoryStore<S> {
             return Err(log_failure(path, e));
         }
         out.unwrap_or_else(|| Err(log_failure(path, HistoryError::Log("not run".into()))))
-    }
-
-    /// Applies the versions other writers appended since this handle
-    /// last looked (the log's last id is `last`) to the file index, after
-    /// dropping those whose change never happened (see `unapplied`).
-    /// Nothing to do, and nothing read, when no other writer appended.
-    pub(super) fn catch_up(&self, index: &mut Index, last: u64) -> Result<(), HistoryError> {
-        if last <= index.seen {
-            return Ok(());
-        }
-        let mut newer = self.log.load_after(index.seen)?;
-        newer.sort_by_key(|v| v.id);
-        for v in &mut newer {
-            if v.file == 0 {
-                v.file = v.id;
-            }
-        }
-        let dropped = if self.log.locks_writers() {
-            self.unapplied(index, &newer)?
-        } else {
-            Vec::new()
-        };
-        if !dropped.is_empty() {
-            self.log.drop_versions(&dropped)?;
-            let gone: HashSet<u64> = dropped.into_iter().collect();
-            newer.retain(|v| !gone.contains(&v.id));
-        }
-        for v in &newer {
-            index.apply(v);
-        }
-        index.seen = last;
-        Ok(())
-    }
-
-    /// The ids of the versions in `newer` (other writers' versions, ids
-    /// ascending, appended after what `index` holds) whose change the
-    /// store contradicts: each the newest on every path it touches, the
-    /// store not as it says, and as the version before it says.
-    ///
-    /// Why: versions are appended before their change (write-ahead), and
-    /// a writer killed between the two leaves versions of a change that
-    /// never happened. The writer lock is held from the append until the
-    /// change is made, so versions another writer appended are, when this
-    /// handle holds the lock, either done or left by a writer that died
-    /// (or failed to drop them); taken as done, the next change would be
-    /// recorded on top of a phantom (an edit of a file the history thinks
-    /// renamed away) and open's repair would later record the difference
-    /// as anonymous `repair` versions. This is open's repair rule, run on
-    /// other writers' new versions only, so a lone writer reads nothing;
-    /// only on a log whose lock holds every writer off
-    /// ([`HistoryLog::locks_writers`]), since without it a version may be
-    /// a change another handle is still making.
-    ///
-    /// The look runs under the wrapped store's own lock
-    /// ([`MemoryStore::exclusive`]), which first finishes what a killed
-    /// writer left of a change the store makes in several steps (an
-    /// encrypted rename's move journal): the versions of a move it then
-    /// finishes are kept, not dropped. A file the store will not let us
-    /// read within the limit cannot be told, and its versions are kept.
-    fn unapplied(&self, index: &Index, newer: &[Revision]) -> Result<Vec<u64>, HistoryError> {
-        if newer.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut by_path: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (i, v) in newer.iter().enumerate() {
-            for p in touched(v) {
-                let list = by_path.entry(p.as_str()).or_default();
-                if list.last() != Some(&i) {
-                    list.push(i);
-                }
-            }
-        }
-        let mut dropped = Vec::new();
-        let root = MemoryPath::root();
-        let looked = self.inner.exclusive(&root, &mut || {
-            // Path → the store's content hash there (`None`: no file),
-            // or `Err(())`: cannot tell.
-            let mut live: HashMap<String, Result<Option<String>, ()>> = HashMap::new();
-            for i in (0..newer.len()).rev() {
-                let v = &newer[i];
-                let mut paths: Vec<&str> = touched(v).map(String::as_str).collect();
-                paths.dedup();
-                let newest = paths
-                    .iter()
-                    .all(|p| by_path.get(p).and_then(|l| l.last()) == Some(&i));
-                if !newest {
-                    continue;
-                }
-                let mut now = Vec::with_capacity(paths.len());
-                for p in &paths {
-                    let state = live
-                        .entry((*p).to_owned())
-                        .or_insert_with(|| self.hash_at(p))
-                        .clone();
-                    match state {
-                        Ok(sha) => now.push(sha),
-                        Err(()) => break,
-                    }
-                }
-                if now.len() != paths.len() {
-                    continue; // cannot tell: kept
-                }
-                let says = |p: &str| left_at(v, p);
-                let before = |p: &str| match by_path.get(p).map(Vec::as_slice) {
-                    Some([.., j, _]) => left_at(&newer[*j], p),
-                    _ => index.files.get(p).map(|k| k.1.as_str()),
-                };
-                let done = paths.iter().zip(&now).all(|(p, n)| says(p) == n.as_deref());
-                let never = paths
-                    .iter()
-                    .zip(&now)
-                    .all(|(p, n)| before(p) == n.as_deref());
-                if done || !never {
-                    continue;
-                }
-                dropped.push(v.id);
-                // The version before it on each path is now the newest,
-                // and is looked at in turn.
-                for p in &paths {
-                    if let Some(list) = by_path.get_mut(p) {
-                        list.pop();
-                    }
-                }
-            }
-            Ok(())
-        });
-        looked.map_err(|e| {
-            HistoryError::Log(format!(
-                "cannot check other writers' versions against the store: {e}"
-            ))
-        })?;
-        Ok(dropped)
-    }
-
-    /// The sha256 of the file at stored path `p` (`None`: no file there),
-    /// or `Err(())` if the store will not let us read it within the limit.
-    fn hash_at(&self, p: &str) -> Result<Option<String>, ()> {
-        let path = MemoryPath::from_stored(p).ok_or(())?;
-        match self.inner.read(&path, self.limit) {
-            Ok(f) => Ok(Some(sha256_hex(&f.data))),
-            Err(StoreError::NotFound { .. }) => match self.inner.stat(&path) {
-                Ok(None) => Ok(None),
-                _ => Err(()),
-            },
-            Err(_) => Err(()),
-        }
     }
 
     pub(super) fn revision(

@@ -49,7 +49,9 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
     /// Largest request body, in bytes (larger: 413).
     pub max_body_bytes: usize,
-    /// Sessions open at once (more: 503).
+    /// Sessions open at once (more: 503). The default, 256, holds 100
+    /// clients with a token each (2 sessions each) or sharing one; an idle
+    /// session costs about 50 KiB.
     pub max_sessions: usize,
     /// Requests in flight at once, streamed responses included (more: 503).
     pub max_in_flight: usize,
@@ -77,7 +79,7 @@ impl Default for HttpOptions {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             max_body_bytes: 8 * 1024 * 1024,
-            max_sessions: 64,
+            max_sessions: 256,
             max_in_flight: 64,
             session_idle: Duration::from_secs(300),
             max_connections: 1024,

@@ -17,6 +17,7 @@ mod memory;
 #[cfg(feature = "cloud")]
 mod object;
 mod op;
+pub(crate) mod retry;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod sql;
 mod tenant;
@@ -143,17 +144,6 @@ pub enum Updated {
 /// How many times the default [`MemoryStore::update`] recomputes an edit
 /// after a compare-and-swap conflict before giving up.
 pub const UPDATE_ATTEMPTS: u32 = 12;
-
-/// Sleeps before retry `attempt` of a contended update: 100 µs doubling per
-/// attempt, capped at 20 ms, times a random factor in [0.5, 1.5), so
-/// contending writers spread out instead of colliding again.
-fn backoff(attempt: u32) {
-    use std::hash::{BuildHasher, RandomState};
-    let base = std::time::Duration::from_micros(100).saturating_mul(1 << attempt.min(8));
-    let base = base.min(std::time::Duration::from_millis(20));
-    let jitter = RandomState::new().hash_one(attempt) % 1000;
-    std::thread::sleep(base / 2 + base.mul_f64(jitter as f64 / 1000.0));
-}
 
 /// A size cap on part of a store, for [`MemoryStore::write_within`] and
 /// [`MemoryStore::update_within`]: the bytes of every file below `scope`
@@ -308,21 +298,18 @@ pub trait MemoryStore: Send + Sync {
         limit: u64,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        for attempt in 0..UPDATE_ATTEMPTS {
-            if attempt > 0 {
-                backoff(attempt);
-            }
+        retry::until_swapped(UPDATE_ATTEMPTS, retry::LOCAL, || {
             let file = self.read(path, limit)?;
             let Ok(new) = change(&file.data) else {
-                return Ok(Updated::Aborted);
+                return Ok(Some(Updated::Aborted));
             };
             match self.write(path, &new, WriteMode::Update(file.version)) {
-                Ok(_) => return Ok(Updated::Written(new)),
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e),
+                Ok(_) => Ok(Some(Updated::Written(new))),
+                Err(StoreError::Conflict { .. }) => Ok(None),
+                Err(e) => Err(e),
             }
-        }
-        Err(StoreError::Conflict { path: path.clone() })
+        })?
+        .ok_or_else(|| StoreError::Conflict { path: path.clone() })
     }
 
     /// Removes the directory at `path` only if it is empty at that instant
@@ -414,21 +401,18 @@ pub trait MemoryStore: Send + Sync {
         quota: Quota<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        for attempt in 0..UPDATE_ATTEMPTS {
-            if attempt > 0 {
-                backoff(attempt);
-            }
+        retry::until_swapped(UPDATE_ATTEMPTS, retry::LOCAL, || {
             let file = self.read(path, limit)?;
             let Ok(new) = change(&file.data) else {
-                return Ok(Updated::Aborted);
+                return Ok(Some(Updated::Aborted));
             };
             match self.write_within(path, &new, WriteMode::Update(file.version), quota) {
-                Ok(_) => return Ok(Updated::Written(new)),
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e),
+                Ok(_) => Ok(Some(Updated::Written(new))),
+                Err(StoreError::Conflict { .. }) => Ok(None),
+                Err(e) => Err(e),
             }
-        }
-        Err(StoreError::Conflict { path: path.clone() })
+        })?
+        .ok_or_else(|| StoreError::Conflict { path: path.clone() })
     }
 
     /// Removes the file at `path` only if, at that instant, it is still a

@@ -30,6 +30,7 @@ mod rekey;
 mod rotation;
 mod seal;
 mod store;
+mod store_impl;
 
 pub use key::{KEY_BYTES, Key, KeyId, Keyring};
 pub use log::{LogSealer, SealedLog};

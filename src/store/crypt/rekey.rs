@@ -14,7 +14,7 @@ use super::seal;
 use super::store::EncryptedStore;
 use crate::path::MemoryPath;
 use crate::store::walk::{Flow, Order, Step, walk};
-use crate::store::{MemoryStore, StoreError, WriteMode};
+use crate::store::{MemoryStore, StoreError, UPDATE_ATTEMPTS, WriteMode, retry};
 
 /// What a rotation did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -101,17 +101,17 @@ impl<S: MemoryStore> EncryptedStore<S> {
         let Some(ep) = self.enc(path) else {
             return Ok(false);
         };
-        for _ in 0..crate::store::UPDATE_ATTEMPTS {
+        let resealed = retry::until_swapped(UPDATE_ATTEMPTS, retry::LOCAL, || {
             let stored = match self
                 .inner()
                 .read(&ep, super::read::MAX_FILE_BYTES + super::OVERHEAD)
             {
                 Ok(f) => f,
-                Err(StoreError::NotFound { .. }) => return Ok(false),
+                Err(StoreError::NotFound { .. }) => return Ok(Some(false)),
                 Err(e) => return Err(CryptError::Store(self.outer(e, &[(&ep, path)]))),
             };
             if seal::key_id_of(&stored.data) == Some(primary) {
-                return Ok(false);
+                return Ok(Some(false));
             }
             let plain = zeroize::Zeroizing::new(self.unseal(path, &stored.data)?);
             let sealed = self.seal(path, &plain)?;
@@ -119,14 +119,12 @@ impl<S: MemoryStore> EncryptedStore<S> {
                 .inner()
                 .write(&ep, &sealed, WriteMode::Update(stored.version))
             {
-                Ok(_) => return Ok(true),
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(StoreError::NotFound { .. }) => return Ok(false),
-                Err(e) => return Err(CryptError::Store(self.outer(e, &[(&ep, path)]))),
+                Ok(_) => Ok(Some(true)),
+                Err(StoreError::Conflict { .. }) => Ok(None),
+                Err(StoreError::NotFound { .. }) => Ok(Some(false)),
+                Err(e) => Err(CryptError::Store(self.outer(e, &[(&ep, path)]))),
             }
-        }
-        Err(CryptError::Store(StoreError::Conflict {
-            path: path.clone(),
-        }))
+        })?;
+        resealed.ok_or_else(|| CryptError::Store(StoreError::Conflict { path: path.clone() }))
     }
 }

@@ -2,19 +2,18 @@
 //! on its way in, every content sealed for its path; listings, sizes and
 //! errors are turned back into the plaintext view on the way out.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use super::CryptError;
 use super::key::Keyring;
 use super::names::{NameCipher, TOO_LONG};
-use super::read::{MAX_FILE_BYTES, check_len, normalized};
+use super::read::{MAX_FILE_BYTES, normalized};
 use super::record::{self, CONTROL_PREFIX, Record};
 use super::seal::{self, OVERHEAD, Sealer};
 use crate::path::MemoryPath;
 use crate::store::walk::{Flow, Order, Step, walk};
 use crate::store::{
-    Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Quota, StoreError,
-    StoreResult, Updated, Version, WriteMode, check_quota,
+    EntryKind, FileContent, MemoryStore, Metadata, StoreError, StoreResult, Version,
 };
 
 /// A store whose contents and names are encrypted at rest, over any other
@@ -36,8 +35,8 @@ use crate::store::{
 /// # Ok::<(), claude_memory::store::crypt::CryptError>(())
 /// ```
 pub struct EncryptedStore<S> {
-    inner: S,
-    keys: Arc<Keys>,
+    pub(super) inner: S,
+    pub(super) keys: Arc<Keys>,
 }
 
 pub(crate) struct Keys {
@@ -46,7 +45,7 @@ pub(crate) struct Keys {
     pub(crate) names: NameCipher,
     /// Serialises this process's size-capped writes (the cap's check is
     /// also conditional in the wrapped store, see `write_within`).
-    quota: Mutex<()>,
+    pub(super) quota: Mutex<()>,
     /// What the last rotation check saw of the key record.
     pub(crate) record_seen: Mutex<super::rotation::Seen>,
     /// Set while this handle moves a tree or finishes a move, under the
@@ -217,7 +216,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
     }
 
     /// Plaintext and stored bytes of the files below `scope`.
-    fn totals(&self, scope: &MemoryPath) -> StoreResult<(u64, u64)> {
+    pub(super) fn totals(&self, scope: &MemoryPath) -> StoreResult<(u64, u64)> {
         let (mut plain, mut stored) = (0u64, 0u64);
         let Some(inner_scope) = self.enc(scope) else {
             return Ok((0, 0));
@@ -239,7 +238,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
         }
     }
 
-    fn plain_meta(meta: Metadata) -> Metadata {
+    pub(super) fn plain_meta(meta: Metadata) -> Metadata {
         match meta.kind {
             EntryKind::File => Metadata {
                 len: meta.len.saturating_sub(OVERHEAD),
@@ -251,7 +250,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
 
     /// The content of `path` and its version, decrypted (`limit` in
     /// plaintext bytes).
-    fn read_plain(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+    pub(super) fn read_plain(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
         let Some(ep) = self.enc(path) else {
             return Err(StoreError::NotFound { path: path.clone() });
         };
@@ -279,341 +278,4 @@ impl<S: MemoryStore> EncryptedStore<S> {
 /// plaintext beside it (the CLI refuses both).
 pub fn is_encrypted<S: MemoryStore + ?Sized>(store: &S) -> Result<bool, StoreError> {
     Ok(store.stat(&record::record_path())?.is_some())
-}
-
-impl<S: MemoryStore> EncryptedStore<S> {
-    /// Runs a change under the wrapped store's write lock, after
-    /// finishing any move a killed process left (see
-    /// [`finish_pending_locked`](Self::finish_pending_locked)), where the
-    /// wrapped store has such a lock; else as it is.
-    fn guarded<T>(&self, path: &MemoryPath, op: impl FnOnce() -> StoreResult<T>) -> StoreResult<T> {
-        if !self.inner.locks_writers() {
-            return op();
-        }
-        let mut op = Some(op);
-        let mut out = None;
-        self.inner.exclusive(&MemoryPath::root(), &mut || {
-            self.finish_pending_locked(path)?;
-            if let Some(op) = op.take() {
-                out = Some(op());
-            }
-            Ok(())
-        })?;
-        out.unwrap_or_else(|| {
-            Err(StoreError::Backend {
-                path: path.clone(),
-                source: "the locked change did not run".into(),
-            })
-        })
-    }
-}
-
-#[deny(clippy::missing_trait_methods)]
-impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
-    fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
-        let Some(ep) = self.enc(path) else {
-            return Ok(None);
-        };
-        let meta = self
-            .inner
-            .stat(&ep)
-            .map_err(|e| self.outer(e, &[(&ep, path)]))?;
-        Ok(meta.map(Self::plain_meta))
-    }
-
-    fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
-        self.read_plain(path, limit)
-    }
-
-    /// Reads the file whole to check its tag before a byte is shown (an
-    /// AEAD opens all or nothing), then streams the plaintext. The file is
-    /// opened as the wrapped store opens it (its fast path, one `fstat`
-    /// for the length) and read in one pass into a buffer of exactly that
-    /// length, which is then decrypted in place: no second read, stat or
-    /// copy. A stored file over [`MAX_FILE_BYTES`] (planted: no write
-    /// makes one) is refused before any of it is read.
-    fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
-        let key = normalized(path);
-        let Some(ep) = self.enc_shared(path, &key) else {
-            return Err(StoreError::NotFound { path: path.clone() });
-        };
-        let file = self
-            .inner
-            .open(&ep)
-            .map_err(|e| self.outer(e, &[(&*ep, path)]))?;
-        let data = self.read_sealed(path, &key, file)?;
-        // The plaintext starts after the seal's header: read from there
-        // instead of moving it.
-        let mut reader = std::io::Cursor::new(data);
-        reader.set_position(seal::HEADER as u64);
-        Ok(FileReader {
-            len: (reader.get_ref().len() - seal::HEADER) as u64,
-            reader: Box::new(reader),
-        })
-    }
-
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        self.guarded(path, || {
-            check_len(path, data)?;
-            self.check_rotation(path)?;
-            let ep = self.enc_new(path)?;
-            let sealed = self.seal(path, data)?;
-            self.inner
-                .write(&ep, &sealed, mode)
-                .map_err(|e| self.outer(e, &[(&ep, path)]))
-        })
-    }
-
-    /// None: each listed name is decrypted and checked by [`list`](Self::list),
-    /// so a walk lists each directory through it.
-    fn list_tree(&self, _dir: &MemoryPath) -> StoreResult<Option<crate::store::Tree>> {
-        Ok(None)
-    }
-
-    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
-        let Some(ed) = self.enc(dir) else {
-            return Err(StoreError::NotFound { path: dir.clone() });
-        };
-        let entries = self
-            .inner
-            .list(&ed)
-            .map_err(|e| self.outer(e, &[(&ed, dir)]))?;
-        let mut out = Vec::with_capacity(entries.len());
-        let memo = &self.keys.names.memo;
-        let stored_dir = ed.normalized();
-        for entry in entries {
-            if dir.is_root() && entry.name.starts_with(CONTROL_PREFIX) {
-                continue;
-            }
-            // Remembered by (stored directory, stored name): the stored
-            // directory names the plaintext one, so a hit is the name
-            // this key decrypts there, already checked.
-            let name = match memo.name(&stored_dir, &entry.name) {
-                Some(name) => name,
-                None => {
-                    let name = self
-                        .keys
-                        .names
-                        .decrypt(dir, &entry.name)
-                        .filter(|n| dir.is_valid_child(n))
-                        // SPEC §7: an entry that is not ours is reported,
-                        // never skipped.
-                        .ok_or_else(|| StoreError::Integrity { path: dir.clone() })?;
-                    memo.put_name(&stored_dir, &entry.name, name.clone());
-                    name
-                }
-            };
-            let len = match entry.kind {
-                EntryKind::File => entry.len.saturating_sub(OVERHEAD),
-                EntryKind::Directory => entry.len,
-            };
-            out.push(DirEntry { name, len, ..entry });
-        }
-        Ok(out)
-    }
-
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-        self.guarded(path, || {
-            let Some(ep) = self.enc(path) else {
-                return Err(StoreError::NotFound { path: path.clone() });
-            };
-            self.inner
-                .delete(&ep)
-                .map_err(|e| self.outer(e, &[(&ep, path)]))
-        })
-    }
-
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        self.move_entry(from, to)
-    }
-
-    fn update(
-        &self,
-        path: &MemoryPath,
-        limit: u64,
-        change: &mut Change<'_>,
-    ) -> StoreResult<Updated> {
-        self.guarded(path, || {
-            let Some(ep) = self.enc(path) else {
-                return Err(StoreError::NotFound { path: path.clone() });
-            };
-            self.check_rotation(path)?;
-            let mut failure: Option<StoreError> = None;
-            let mut written: Option<Vec<u8>> = None;
-            let result = self
-                .inner
-                .update(&ep, limit.saturating_add(OVERHEAD), &mut |sealed| {
-                    let plain = match self.unseal(path, sealed) {
-                        Ok(p) => p,
-                        Err(e) => {
-                            failure = Some(e);
-                            return Err(crate::store::Abort);
-                        }
-                    };
-                    let new = change(&plain)?;
-                    let resealed = match self.seal(path, &new) {
-                        Ok(s) => s,
-                        Err(e) => {
-                            failure = Some(e);
-                            return Err(crate::store::Abort);
-                        }
-                    };
-                    written = Some(new);
-                    Ok(resealed)
-                });
-            if let Some(e) = failure {
-                return Err(e);
-            }
-            match result.map_err(|e| self.outer(e, &[(&ep, path)]))? {
-                Updated::Aborted => Ok(Updated::Aborted),
-                Updated::Written(_) => Ok(Updated::Written(written.unwrap_or_default())),
-            }
-        })
-    }
-
-    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        self.guarded(path, || {
-            if path.is_root() {
-                return Ok(false);
-            }
-            let Some(ep) = self.enc(path) else {
-                return Ok(false);
-            };
-            self.inner
-                .remove_empty_dir(&ep)
-                .map_err(|e| self.outer(e, &[(&ep, path)]))
-        })
-    }
-
-    /// Plaintext bytes: each file's stored length less the seal's fixed
-    /// overhead, the wrapper's own files left out.
-    fn total_size(&self) -> StoreResult<u64> {
-        Ok(self.totals(&MemoryPath::root())?.0)
-    }
-
-    /// The cap counts **plaintext** bytes (what the model wrote, what
-    /// `total_size` reports). It is checked here and again, atomically, by
-    /// the wrapped store: the write goes down as the wrapped store's own
-    /// `write_within` with a cap of exactly the stored bytes this check
-    /// saw plus the write's, so a concurrent writer (another process) that
-    /// changed the scope meanwhile makes it fail, and the check runs again
-    /// on the new totals.
-    fn write_within(
-        &self,
-        path: &MemoryPath,
-        data: &[u8],
-        mode: WriteMode,
-        quota: Quota<'_>,
-    ) -> StoreResult<Version> {
-        self.guarded(path, || {
-            check_len(path, data)?;
-            self.check_rotation(path)?;
-            let ep = self.enc_new(path)?;
-            let escope = self.enc_new(quota.scope)?;
-            let _serial = self
-                .keys
-                .quota
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            let sealed = self.seal(path, data)?;
-            let mut last = None;
-            for _ in 0..crate::store::UPDATE_ATTEMPTS {
-                let existing = self
-                    .inner
-                    .stat(&ep)
-                    .map_err(|e| self.outer(e, &[(&ep, path)]))?;
-                let replaced = match (&existing, mode) {
-                    (Some(_), WriteMode::Create) => return self.write(path, data, mode),
-                    (Some(m), _) if m.kind == EntryKind::File => m.len,
-                    _ => 0,
-                };
-                let (plain, stored) = self.totals(quota.scope)?;
-                let after = plain
-                    .saturating_sub(replaced.saturating_sub(OVERHEAD))
-                    .saturating_add(data.len() as u64);
-                check_quota(path, after, quota)?;
-                let cap = Quota {
-                    scope: &escope,
-                    max_bytes: stored
-                        .saturating_sub(replaced)
-                        .saturating_add(sealed.len() as u64),
-                };
-                match self.inner.write_within(&ep, &sealed, mode, cap) {
-                    Err(StoreError::StoreFull { .. }) => last = Some(after),
-                    other => {
-                        return other
-                            .map_err(|e| self.outer(e, &[(&ep, path), (&escope, quota.scope)]));
-                    }
-                }
-            }
-            Err(StoreError::StoreFull {
-                path: path.clone(),
-                total: last.unwrap_or(0),
-                limit: quota.max_bytes,
-            })
-        })
-    }
-
-    /// The compare-and-swap loop over this wrapper's `write_within`.
-    fn update_within(
-        &self,
-        path: &MemoryPath,
-        limit: u64,
-        quota: Quota<'_>,
-        change: &mut Change<'_>,
-    ) -> StoreResult<Updated> {
-        self.guarded(path, || {
-            for _ in 0..crate::store::UPDATE_ATTEMPTS {
-                let file = self.read_plain(path, limit)?;
-                let Ok(new) = change(&file.data) else {
-                    return Ok(Updated::Aborted);
-                };
-                match self.write_within(path, &new, WriteMode::Update(file.version), quota) {
-                    Ok(_) => return Ok(Updated::Written(new)),
-                    Err(StoreError::Conflict { .. }) => continue,
-                    Err(e) => return Err(e),
-                }
-            }
-            Err(StoreError::Conflict { path: path.clone() })
-        })
-    }
-
-    fn delete_file_if(
-        &self,
-        path: &MemoryPath,
-        still: &mut dyn FnMut(&Metadata) -> bool,
-    ) -> StoreResult<bool> {
-        self.guarded(path, || {
-            let Some(ep) = self.enc(path) else {
-                return Ok(false);
-            };
-            self.inner
-                .delete_file_if(&ep, &mut |m| still(&Self::plain_meta(m.clone())))
-                .map_err(|e| self.outer(e, &[(&ep, path)]))
-        })
-    }
-
-    /// The wrapped store's lock, as its `rename` holds it; where the
-    /// wrapped store locks its writers, a move a killed process left is
-    /// finished first (as before every encrypted write), so what `f` looks
-    /// at is never a half-moved tree (a history writer checking another
-    /// writer's rename versions against the store keeps those of a move
-    /// that is then finished).
-    fn exclusive(
-        &self,
-        path: &MemoryPath,
-        f: &mut dyn FnMut() -> StoreResult<()>,
-    ) -> StoreResult<()> {
-        let stored = self.enc(path).unwrap_or_else(MemoryPath::root);
-        self.inner
-            .exclusive(&stored, &mut || {
-                self.finish_pending_locked(path)?;
-                f()
-            })
-            .map_err(|e| self.outer(e, &[(&stored, path)]))
-    }
-
-    fn locks_writers(&self) -> bool {
-        self.inner.locks_writers()
-    }
 }

@@ -48,16 +48,17 @@ pub(super) fn condition(meta: &ObjectMeta) -> UpdateVersion {
     }
 }
 
-/// Sleeps before retry `attempt` of a contended edit: from 5 ms doubling
-/// to 200 ms, with jitter, so contending writers on several machines
-/// spread out (a round trip to a bucket is 10-50 ms, far above a local
-/// store's, hence a larger base than the trait's default loop).
+/// The pause between tries of a contended edit: from 5 ms doubling to
+/// 200 ms, so contending writers on several machines spread out (a round
+/// trip to a bucket is 10-50 ms, far above a local store's).
+pub(super) const BACKOFF: crate::store::retry::Backoff = crate::store::retry::Backoff {
+    first: std::time::Duration::from_millis(5),
+    cap: std::time::Duration::from_millis(200),
+};
+
+/// Sleeps before retry `attempt` of a contended edit (see [`BACKOFF`]).
 pub(super) fn backoff(attempt: u32) {
-    use std::hash::{BuildHasher, RandomState};
-    let base = std::time::Duration::from_millis(5).saturating_mul(1 << attempt.min(6));
-    let base = base.min(std::time::Duration::from_millis(200));
-    let jitter = RandomState::new().hash_one(attempt) % 1000;
-    std::thread::sleep(base / 2 + base.mul_f64(jitter as f64 / 1000.0));
+    BACKOFF.pause(attempt);
 }
 
 /// How many times an edit is recomputed after a conflict: many, since

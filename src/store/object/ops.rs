@@ -18,6 +18,7 @@ use super::intent;
 use super::listing::{any_below, bytes_below, children};
 use super::{CloudStore, cond, keys};
 use crate::path::MemoryPath;
+use crate::store::retry;
 use crate::store::{
     Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Quota, StoreError,
     StoreResult, Updated, Version, WriteMode, check_quota,
@@ -389,22 +390,19 @@ impl MemoryStore for CloudStore {
     ) -> StoreResult<Updated> {
         self.stash.clear();
         self.settle(path)?;
-        for attempt in 0..cond::ATTEMPTS {
-            if attempt > 0 {
-                cond::backoff(attempt);
-            }
+        retry::until_swapped(cond::ATTEMPTS, cond::BACKOFF, || {
             let (data, meta) = self.get(path, limit)?;
             let Ok(new) = change(&data) else {
-                return Ok(Updated::Aborted);
+                return Ok(Some(Updated::Aborted));
             };
             match self.put(path, &new, PutMode::Update(cond::condition(&meta))) {
-                Ok(_) => return Ok(Updated::Written(new)),
+                Ok(_) => Ok(Some(Updated::Written(new))),
                 // Changed (or deleted) since the read: read again.
-                Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => continue,
-                Err(e) => return Err(e),
+                Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
             }
-        }
-        Err(StoreError::Conflict { path: path.clone() })
+        })?
+        .ok_or_else(|| StoreError::Conflict { path: path.clone() })
     }
 
     fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
@@ -467,13 +465,10 @@ impl MemoryStore for CloudStore {
         self.stash.clear();
         self.settle(path)?;
         self.with_quota_lock(path, || {
-            for attempt in 0..cond::ATTEMPTS {
-                if attempt > 0 {
-                    cond::backoff(attempt);
-                }
+            retry::until_swapped(cond::ATTEMPTS, cond::BACKOFF, || {
                 let (data, meta) = self.get(path, limit)?;
                 let Ok(new) = change(&data) else {
-                    return Ok(Updated::Aborted);
+                    return Ok(Some(Updated::Aborted));
                 };
                 let total = self.bytes_in(path, quota.scope)?;
                 let after = total
@@ -481,12 +476,12 @@ impl MemoryStore for CloudStore {
                     .saturating_add(new.len() as u64);
                 check_quota(path, after, quota)?;
                 match self.put(path, &new, PutMode::Update(cond::condition(&meta))) {
-                    Ok(_) => return Ok(Updated::Written(new)),
-                    Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => continue,
-                    Err(e) => return Err(e),
+                    Ok(_) => Ok(Some(Updated::Written(new))),
+                    Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(e),
                 }
-            }
-            Err(StoreError::Conflict { path: path.clone() })
+            })?
+            .ok_or_else(|| StoreError::Conflict { path: path.clone() })
         })
     }
 

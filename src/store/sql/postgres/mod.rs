@@ -21,6 +21,7 @@
 
 mod conn;
 mod pool;
+mod tx;
 
 use std::time::Duration;
 
@@ -28,8 +29,9 @@ use super::tls::{Rustls, SslMode, client_config};
 use super::{Commit, DriverError, Fail, SqlStore, schema};
 use crate::tenant::TenantId;
 
-pub(crate) use self::conn::{Durability, Pg, PgTx};
+pub(crate) use self::conn::Pg;
 pub(super) use self::pool::Db;
+pub(crate) use self::tx::{Durability, PgTx};
 
 /// Serializes schema creation between processes starting together.
 const SCHEMA_LOCK: i64 = 0x636c_6175_6465_6d31; // "claudem1"
