@@ -64,7 +64,7 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
     /// opened as the wrapped store opens it (its fast path, one `fstat`
     /// for the length) and read in one pass into a buffer of exactly that
     /// length, which is then decrypted in place: no second read, stat or
-    /// copy. A stored file over [`MAX_FILE_BYTES`] (planted: no write
+    /// copy. A stored file over [`MAX_FILE_BYTES`](super::read::MAX_FILE_BYTES) (planted: no write
     /// makes one) is refused before any of it is read.
     fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
         let key = normalized(path);
