@@ -11,7 +11,7 @@ use super::{
     format_time, scoped, sha256_hex, under,
 };
 use crate::path::MemoryPath;
-use crate::store::{MemoryStore, StoreError, WriteMode};
+use crate::store::{MemoryStore, MemoryStoreExt as _, StoreError, WriteMode};
 
 impl<S: MemoryStore> HistoryStore<S> {
     /// Versions matching `query`, ids ascending, with their content

@@ -288,7 +288,7 @@ impl<S: MemoryStore> HistoryStore<S> {
         Ok(versions)
     }
 
-    /// A write (`write` or `write_within`, run by `apply`) with its
+    /// A write (`write_opts`, run by `apply`) with its
     /// version: `created` or `modified`, recorded before and dropped if
     /// the store refuses the write.
     pub(super) fn write_recorded(
@@ -338,7 +338,7 @@ impl<S: MemoryStore> HistoryStore<S> {
         })
     }
 
-    /// The inner store's update (`update` or `update_within`, run by
+    /// The inner store's update (`update_opts`, run by
     /// `apply`), with the new content's version appended inside it, after
     /// `change` and before the write (under the store's write lock where
     /// it has one, so versions are in the order of the writes). A retry (a

@@ -6,7 +6,7 @@ use crate::config::CreatePolicy;
 use crate::path::MemoryPath;
 use crate::render;
 use crate::result::Content;
-use crate::store::{MemoryStore, Quota, StoreError, WriteMode};
+use crate::store::{MemoryStore, MemoryStoreExt as _, Quota, StoreError, WriteMode};
 
 impl<S: MemoryStore> MemoryTool<S> {
     pub(super) fn create(&self, raw: &str, file_text: &str) -> Outcome {

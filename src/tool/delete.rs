@@ -4,7 +4,7 @@
 use super::{MemoryTool, Outcome, parse};
 use crate::render;
 use crate::result::Content;
-use crate::store::{MemoryStore, StoreError};
+use crate::store::{MemoryStore, MemoryStoreExt as _, StoreError};
 
 impl<S: MemoryStore> MemoryTool<S> {
     pub(super) fn delete(&self, raw: &str) -> Outcome {

@@ -6,7 +6,7 @@ use crate::lines;
 use crate::path::MemoryPath;
 use crate::render;
 use crate::result::Content;
-use crate::store::{Abort, MemoryStore, Quota, StoreError, Updated};
+use crate::store::{Abort, MemoryStore, MemoryStoreExt as _, Quota, StoreError, Updated};
 
 impl<S: MemoryStore> MemoryTool<S> {
     pub(super) fn str_replace(&self, raw: &str, old_str: &str, new_str: &str) -> Outcome {

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use claude_memory::object_store::ObjectStore;
+use claude_memory::store::MemoryStoreExt as _;
 use claude_memory::{CloudStore, MemoryPath, MemoryStore, MemoryTool, TenantId, TenantStore};
 use serde_json::json;
 

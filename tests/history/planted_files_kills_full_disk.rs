@@ -16,6 +16,7 @@ use claude_memory::history::{
     ChangeOp, FileLog, HistoryLog, HistoryStore, MemoryLog, Query, Retention, Revision, SkipReason,
     sha256_hex,
 };
+use claude_memory::store::MemoryStoreExt as _;
 use claude_memory::{FilesystemStore, InMemoryStore, MemoryPath, MemoryStore, MemoryTool};
 use serde_json::json;
 

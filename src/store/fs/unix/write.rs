@@ -13,7 +13,7 @@ use super::{FilesystemStore, cleanup, sys};
 use crate::path::MemoryPath;
 use crate::store::{
     Change, MemoryStore, Op, Quota, StoreError, StoreResult, Updated, Version, WriteMode,
-    bytes_below, check_quota,
+    bytes_below,
 };
 
 impl FilesystemStore {
@@ -55,7 +55,7 @@ impl FilesystemStore {
         self.sync(path, dir)
     }
 
-    /// `write`, and with a quota `write_within`, under the write lock.
+    /// `write_opts`, with its quota if any, under the write lock.
     pub(super) fn write_checked(
         &self,
         path: &MemoryPath,
@@ -95,7 +95,7 @@ impl FilesystemStore {
             let after = bytes_below(self, quota.scope)?
                 .saturating_sub(replaced)
                 .saturating_add(data.len() as u64);
-            check_quota(path, after, quota)?;
+            quota.check(path, after)?;
         }
         if let Some(depth) = parent_file {
             return Err(StoreError::parent_not_directory(path, depth));
@@ -138,7 +138,7 @@ impl FilesystemStore {
         Ok(content_version(data))
     }
 
-    /// `update`, and with a quota `update_within`, under the write lock.
+    /// `update_opts`, with its quota if any, under the write lock.
     pub(super) fn update_checked(
         &self,
         path: &MemoryPath,
@@ -155,7 +155,7 @@ impl FilesystemStore {
             let after = bytes_below(self, quota.scope)?
                 .saturating_sub(current.data.len() as u64)
                 .saturating_add(new.len() as u64);
-            check_quota(path, after, quota)?;
+            quota.check(path, after)?;
         }
         let name = path.name().unwrap_or_default();
         // The file cannot have changed under the lock, except by a writer

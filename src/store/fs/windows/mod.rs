@@ -39,8 +39,9 @@ use super::lock::{StoreLock, WriteLock};
 use super::version::content_version;
 use crate::path::MemoryPath;
 use crate::store::{
-    Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Op, StoreError,
-    StoreResult, Updated, Version, WriteMode,
+    Change, DeleteIf, DirEntry, EntryKind, FileContent, FileReader, Lock, MemoryStore, Metadata,
+    Op, StoreError, StoreResult, UpdateOptions, Updated, Version, WriteMode, WriteOptions,
+    bytes_below,
 };
 
 const LOCK_FILE: &str = ".claude-memory.lock";
@@ -285,7 +286,15 @@ impl MemoryStore for FilesystemStore {
         })
     }
 
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+    /// A quota is totalled under the write lock, so no writer of this
+    /// store can write between the check and the write.
+    fn write_opts(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        options: WriteOptions<'_>,
+    ) -> StoreResult<Version> {
+        let mode = options.mode;
         let _lock = self.lock(path)?;
         let Some(name) = path.name() else {
             return Err(StoreError::write_to_root(path, mode));
@@ -299,6 +308,23 @@ impl MemoryStore for FilesystemStore {
                 Parent::Dir(dir) => self.entry(&dir, name, Op::Stat, path)?,
             }
         };
+        if let Some(quota) = options.quota {
+            let replaced = match (&existing, mode) {
+                (Entry::Reparse { .. }, _) => {
+                    return Err(StoreError::Symlink { path: path.clone() });
+                }
+                (Entry::Absent, _) => 0,
+                (_, WriteMode::Create) => {
+                    return Err(StoreError::AlreadyExists { path: path.clone() });
+                }
+                (Entry::File(meta), _) => meta.len(),
+                _ => 0,
+            };
+            let after = bytes_below(self, quota.scope)?
+                .saturating_sub(replaced)
+                .saturating_add(data.len() as u64);
+            quota.check(path, after)?;
+        }
         match (existing, mode) {
             (Entry::Reparse { .. }, _) => return Err(StoreError::Symlink { path: path.clone() }),
             (Entry::Absent, WriteMode::Update(_)) => {
@@ -323,18 +349,25 @@ impl MemoryStore for FilesystemStore {
         Ok(content_version(data))
     }
 
-    /// Runs `change` once, under the store's write lock.
-    fn update(
+    /// Runs `change` once, under the store's write lock, and checks a
+    /// quota under it too.
+    fn update_opts(
         &self,
         path: &MemoryPath,
-        limit: u64,
+        options: UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
         let _lock = self.lock(path)?;
-        let (dir, current) = self.read_in_dir(path, limit)?;
+        let (dir, current) = self.read_in_dir(path, options.limit)?;
         let Ok(new) = change(&current.data) else {
             return Ok(Updated::Aborted);
         };
+        if let Some(quota) = options.quota {
+            let after = bytes_below(self, quota.scope)?
+                .saturating_sub(current.data.len() as u64)
+                .saturating_add(new.len() as u64);
+            quota.check(path, after)?;
+        }
         let name = path.name().unwrap_or_default();
         self.install(path, &dir, name, &new, false)?;
         Ok(Updated::Written(new))
@@ -396,51 +429,60 @@ impl MemoryStore for FilesystemStore {
         Ok(entries)
     }
 
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+    /// The entry is examined and removed under the write lock; an empty
+    /// directory goes by `RemoveDirectoryW`, which refuses a directory
+    /// that is not empty at that instant.
+    fn delete_opts(&self, path: &MemoryPath, mut condition: DeleteIf<'_>) -> StoreResult<bool> {
+        let exists = matches!(condition, DeleteIf::Exists);
+        let missing = || match exists {
+            true => Err(StoreError::NotFound { path: path.clone() }),
+            false => Ok(false),
+        };
         let Some(name) = path.name() else {
-            return Err(StoreError::delete_root(path));
+            return match exists {
+                true => Err(StoreError::delete_root(path)),
+                false => Ok(false),
+            };
         };
         let _lock = self.lock(path)?;
-        let not_found = || StoreError::NotFound { path: path.clone() };
         if Self::unreachable(path) {
-            return Err(not_found());
+            return missing();
         }
         let dir = match self.parent(path)? {
             Parent::Dir(dir) => dir,
-            _ => return Err(not_found()),
+            _ => return missing(),
         };
         let target = dir.join(name);
-        let result = match self.entry(&dir, name, Op::Delete, path)? {
-            Entry::Absent => return Err(not_found()),
-            Entry::Dir => host::remove_tree(&target),
+        let result = match (&mut condition, self.entry(&dir, name, Op::Delete, path)?) {
+            (_, Entry::Absent) => return missing(),
+            (DeleteIf::Exists, Entry::Dir) => host::remove_tree(&target),
             // The link or junction itself, never its target.
-            Entry::Reparse { dir: true } => host::remove_dir(&target),
-            Entry::Reparse { dir: false } | Entry::File(_) => host::remove_file(&target),
-        };
-        result.map_err(|e| io_error(Op::Delete, path, e))
-    }
-
-    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        let Some(name) = path.name() else {
-            return Ok(false);
-        };
-        let _lock = self.lock(path)?;
-        if Self::unreachable(path) {
-            return Ok(false);
-        }
-        let dir = match self.parent(path)? {
-            Parent::Dir(dir) => dir,
+            (DeleteIf::Exists, Entry::Reparse { dir: true }) => host::remove_dir(&target),
+            (DeleteIf::Exists, Entry::Reparse { dir: false } | Entry::File(_)) => {
+                host::remove_file(&target)
+            }
+            (DeleteIf::EmptyDir, Entry::Dir) => match host::remove_dir(&target) {
+                Err(e) if host::is_not_empty(&e) || host::is_not_found(&e) => return Ok(false),
+                other => other,
+            },
+            (DeleteIf::FileWhere(still), Entry::File(meta)) => {
+                let metadata = Metadata {
+                    kind: EntryKind::File,
+                    len: meta.len(),
+                    modified: meta.modified().ok(),
+                };
+                if !still(&metadata) {
+                    return Ok(false);
+                }
+                match host::remove_file(&target) {
+                    Err(e) if host::is_not_found(&e) => return Ok(false),
+                    other => other,
+                }
+            }
             _ => return Ok(false),
         };
-        if !matches!(self.entry(&dir, name, Op::Delete, path)?, Entry::Dir) {
-            return Ok(false);
-        }
-        // `RemoveDirectoryW` refuses a directory that is not empty.
-        match host::remove_dir(&dir.join(name)) {
-            Ok(()) => Ok(true),
-            Err(e) if host::is_not_empty(&e) || host::is_not_found(&e) => Ok(false),
-            Err(e) => Err(io_error(Op::Delete, path, e)),
-        }
+        result.map_err(|e| io_error(Op::Delete, path, e))?;
+        Ok(true)
     }
 
     fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
@@ -521,20 +563,15 @@ impl MemoryStore for FilesystemStore {
     /// Holds the write lock (the in-process mutex and the OS file lock on
     /// the lock file) for the whole of `f`, whose own writes on this
     /// thread take it again: every other writer of this directory, in any
-    /// process or handle, waits.
+    /// process or handle, waits. A store opened read-only refuses, as it
+    /// refuses every change.
     fn exclusive(
         &self,
         path: &MemoryPath,
-        f: &mut dyn FnMut() -> StoreResult<()>,
+        f: &mut dyn FnMut(Lock) -> StoreResult<()>,
     ) -> StoreResult<()> {
         let _lock = self.lock(path)?;
-        f()
-    }
-
-    /// Yes, unless the store was opened read-only (no lock file, and no
-    /// writes).
-    fn locks_writers(&self) -> bool {
-        !self.lock.is_read_only()
+        f(Lock::Held)
     }
 }
 
