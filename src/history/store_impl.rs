@@ -4,8 +4,9 @@
 use super::store::HistoryStore;
 use crate::path::MemoryPath;
 use crate::store::{
-    Change, DeleteIf, DirEntry, FileContent, FileReader, Lock, MemoryStore, Metadata, StoreError,
-    StoreResult, UpdateOptions, Updated, Version, WriteOptions,
+    Change, DeleteIf, DeleteOptions, DirEntry, FileContent, FileReader, Lock, MemoryStore,
+    MemoryStoreExt, Metadata, RenameOptions, StoreError, StoreResult, UpdateOptions, Updated,
+    Version, WriteOptions,
 };
 
 #[deny(clippy::missing_trait_methods)]
@@ -29,7 +30,7 @@ impl<S: MemoryStore> MemoryStore for HistoryStore<S> {
         data: &[u8],
         options: WriteOptions<'_>,
     ) -> StoreResult<Version> {
-        self.write_recorded(path, data, options.mode, || {
+        self.write_recorded(path, data, options, || {
             self.inner.write_opts(path, data, options)
         })
     }
@@ -42,29 +43,34 @@ impl<S: MemoryStore> MemoryStore for HistoryStore<S> {
         options: UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        self.update_recorded(path, change, |c| self.inner.update_opts(path, options, c))
+        self.update_recorded(options.context, path, change, |c| {
+            self.inner.update_opts(path, options, c)
+        })
     }
 
     /// A `deleted` version of each file that goes, kept only if the
     /// wrapped store did delete it. An empty directory holds no file: it
     /// goes with no version.
-    fn delete_opts(&self, path: &MemoryPath, mut condition: DeleteIf<'_>) -> StoreResult<bool> {
+    fn delete_opts(&self, path: &MemoryPath, options: DeleteOptions<'_>) -> StoreResult<bool> {
+        let DeleteOptions {
+            mut condition,
+            context,
+        } = options;
         if path.is_root() || matches!(condition, DeleteIf::EmptyDir) {
-            return self.inner.delete_opts(path, condition);
+            return self
+                .inner
+                .delete_opts(path, DeleteOptions { condition, context });
         }
         self.serialized(path, |index| {
-            let versions = self.leaving_all(index, path, None)?;
+            let versions = self.leaving_all(context, index, path, None)?;
             let DeleteIf::FileWhere(still) = &mut condition else {
-                let deleted = || self.inner.delete_opts(path, DeleteIf::Exists).map(|_| ());
+                let deleted = || self.inner.delete(path);
                 return self.change(index, path, versions, deleted).map(|()| true);
             };
             // "Not deleted" goes through `change` as an error, so the
             // version is dropped, then comes back as `false`.
             let outcome = self.change(index, path, versions, || {
-                match self
-                    .inner
-                    .delete_opts(path, DeleteIf::FileWhere(&mut **still))
-                {
+                match self.inner.delete_file_if(path, &mut **still) {
                     Ok(true) => Ok(()),
                     Ok(false) => Err(StoreError::NotFound { path: path.clone() }),
                     Err(e) => Err(e),
@@ -86,7 +92,12 @@ impl<S: MemoryStore> MemoryStore for HistoryStore<S> {
         self.inner.list_tree(dir)
     }
 
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: RenameOptions<'_>,
+    ) -> StoreResult<()> {
         if from.is_root() || to.is_root() || to.is_strictly_inside(from) {
             return self.inner.rename(from, to);
         }
@@ -99,7 +110,7 @@ impl<S: MemoryStore> MemoryStore for HistoryStore<S> {
                 }
                 Err(e) => return Err(e),
             }
-            let versions = self.leaving_all(index, from, Some(to))?;
+            let versions = self.leaving_all(options.context, index, from, Some(to))?;
             self.change(index, from, versions, || self.inner.rename(from, to))
         })
     }

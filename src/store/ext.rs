@@ -1,8 +1,8 @@
 //! Conveniences over [`MemoryStore`]'s primitives, for every store.
 
 use super::{
-    Change, DeleteIf, MemoryStore, Metadata, Quota, StoreResult, UpdateOptions, Updated, Version,
-    WriteMode, WriteOptions, walk,
+    Change, DeleteIf, MemoryStore, Metadata, Quota, RenameOptions, StoreResult, UpdateOptions,
+    Updated, Version, WriteMode, WriteOptions, walk,
 };
 use crate::path::MemoryPath;
 
@@ -13,7 +13,7 @@ pub trait MemoryStoreExt: MemoryStore {
     /// Writes a whole file atomically ([`MemoryStore::write_opts`] with no
     /// quota); returns the new version.
     fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        self.write_opts(path, data, WriteOptions { mode, quota: None })
+        self.write_opts(path, data, mode.into())
     }
 
     /// [`write`](Self::write) under a size cap, checked atomically with
@@ -25,8 +25,11 @@ pub trait MemoryStoreExt: MemoryStore {
         mode: WriteMode,
         quota: Quota<'_>,
     ) -> StoreResult<Version> {
-        let quota = Some(quota);
-        self.write_opts(path, data, WriteOptions { mode, quota })
+        let options = WriteOptions {
+            quota: Some(quota),
+            ..mode.into()
+        };
+        self.write_opts(path, data, options)
     }
 
     /// Read-modify-write of a file of at most `limit` bytes that never
@@ -37,7 +40,7 @@ pub trait MemoryStoreExt: MemoryStore {
         limit: u64,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        self.update_opts(path, UpdateOptions { limit, quota: None }, change)
+        self.update_opts(path, UpdateOptions::new(limit), change)
     }
 
     /// [`update`](Self::update) under a size cap.
@@ -48,20 +51,23 @@ pub trait MemoryStoreExt: MemoryStore {
         quota: Quota<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        let quota = Some(quota);
-        self.update_opts(path, UpdateOptions { limit, quota }, change)
+        let options = UpdateOptions {
+            quota: Some(quota),
+            ..UpdateOptions::new(limit)
+        };
+        self.update_opts(path, options, change)
     }
 
     /// Removes a file, or a directory and all below it
     /// ([`DeleteIf::Exists`]).
     fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-        self.delete_opts(path, DeleteIf::Exists).map(|_| ())
+        self.delete_opts(path, DeleteIf::Exists.into()).map(|_| ())
     }
 
     /// Removes `path` if it is an empty directory at that instant
     /// ([`DeleteIf::EmptyDir`]): whether it did.
     fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        self.delete_opts(path, DeleteIf::EmptyDir)
+        self.delete_opts(path, DeleteIf::EmptyDir.into())
     }
 
     /// Removes `path` if it is a file `still` accepts at that instant
@@ -71,7 +77,12 @@ pub trait MemoryStoreExt: MemoryStore {
         path: &MemoryPath,
         still: &mut dyn FnMut(&Metadata) -> bool,
     ) -> StoreResult<bool> {
-        self.delete_opts(path, DeleteIf::FileWhere(still))
+        self.delete_opts(path, DeleteIf::FileWhere(still).into())
+    }
+
+    /// Moves a file or directory ([`MemoryStore::rename_opts`]).
+    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        self.rename_opts(from, to, RenameOptions::default())
     }
 
     /// Total bytes of every file in the store, hidden ones included (a

@@ -7,8 +7,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::SystemTime;
 
 use super::{
-    DeleteIf, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Quota,
-    StoreError, StoreResult, Version, WriteMode, WriteOptions,
+    DeleteIf, DeleteOptions, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata,
+    Quota, RenameOptions, StoreError, StoreResult, Version, WriteMode, WriteOptions,
 };
 use crate::path::MemoryPath;
 
@@ -340,9 +340,9 @@ impl MemoryStore for InMemoryStore {
     }
 
     /// The condition is checked under the same lock as the delete.
-    fn delete_opts(&self, path: &MemoryPath, condition: DeleteIf<'_>) -> StoreResult<bool> {
+    fn delete_opts(&self, path: &MemoryPath, options: DeleteOptions<'_>) -> StoreResult<bool> {
         let mut inner = self.write_inner();
-        let allowed = match (condition, inner.root.lookup(path.components())) {
+        let allowed = match (options.condition, inner.root.lookup(path.components())) {
             (DeleteIf::Exists, _) if path.is_root() => return Err(StoreError::delete_root(path)),
             (_, _) if path.is_root() => false,
             (DeleteIf::Exists, Lookup::Found(_)) => true,
@@ -364,7 +364,12 @@ impl MemoryStore for InMemoryStore {
             .is_some())
     }
 
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        _: RenameOptions<'_>,
+    ) -> StoreResult<()> {
         let mut inner = self.write_inner();
         StoreError::check_rename(from, to)?;
         let below = match inner.root.lookup(from.components()) {

@@ -41,7 +41,10 @@ pub use memory::InMemoryStore;
 pub use object::{CloudBuilder, CloudError, CloudLog, CloudScheme, CloudStore, parse_cloud_url};
 pub use op::Op;
 pub(crate) use options::bytes_below;
-pub use options::{DeleteIf, Lock, Quota, UpdateOptions, WriteMode, WriteOptions};
+pub use options::{
+    Context, DeleteIf, DeleteOptions, Lock, Quota, RenameOptions, UpdateOptions, WriteMode,
+    WriteOptions,
+};
 #[cfg(feature = "postgres")]
 pub use sql::{PostgresBuilder, PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]
@@ -129,15 +132,15 @@ impl std::fmt::Debug for FileReader<'_> {
     }
 }
 
-/// Returned by an [`MemoryStore::update`] closure to write nothing.
+/// Returned by an [`MemoryStore::update_opts`] closure to write nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Abort;
 
-/// The closure of [`MemoryStore::update`]: current bytes in, new bytes (or
+/// The closure of [`MemoryStore::update_opts`]: current bytes in, new bytes (or
 /// [`Abort`]) out.
 pub type Change<'a> = dyn FnMut(&[u8]) -> Result<Vec<u8>, Abort> + 'a;
 
-/// What [`MemoryStore::update`] did.
+/// What [`MemoryStore::update_opts`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Updated {
     /// The closure's bytes were written; here they are back.
@@ -146,7 +149,7 @@ pub enum Updated {
     Aborted,
 }
 
-/// How many times the default [`MemoryStore::update`] recomputes an edit
+/// How many times the default [`MemoryStore::update_opts`] recomputes an edit
 /// after a compare-and-swap conflict before giving up.
 pub const UPDATE_ATTEMPTS: u32 = 12;
 
@@ -161,7 +164,7 @@ pub const UPDATE_ATTEMPTS: u32 = 12;
 /// - `write` is atomic: readers see the old content or the new, never a mix;
 ///   missing parent directories are created, and a parent that is a file is
 ///   [`StoreError::ParentNotDirectory`] naming that parent.
-/// - `rename` never overwrites; missing parents of the destination are
+/// - `rename_opts` never overwrites; missing parents of the destination are
 ///   created only after the checks pass.
 /// - `delete_opts` with [`DeleteIf::Exists`] removes a directory with
 ///   everything below it.
@@ -264,15 +267,12 @@ pub trait MemoryStore: Send + Sync {
             let Ok(new) = change(&file.data) else {
                 return Ok(Some(Updated::Aborted));
             };
-            let mode = WriteMode::Update(file.version);
-            match self.write_opts(
-                path,
-                &new,
-                WriteOptions {
-                    mode,
-                    quota: options.quota,
-                },
-            ) {
+            let write = WriteOptions {
+                mode: WriteMode::Update(file.version),
+                quota: options.quota,
+                context: options.context,
+            };
+            match self.write_opts(path, &new, write) {
                 Ok(_) => Ok(Some(Updated::Written(new))),
                 Err(StoreError::Conflict { .. }) => Ok(None),
                 Err(e) => Err(e),
@@ -281,9 +281,9 @@ pub trait MemoryStore: Send + Sync {
         .ok_or_else(|| StoreError::Conflict { path: path.clone() })
     }
 
-    /// Removes the entry at `path` if `condition` holds at that instant,
-    /// in one atomic step: whether it did. Never the root.
-    fn delete_opts(&self, path: &MemoryPath, condition: DeleteIf<'_>) -> StoreResult<bool>;
+    /// Removes the entry at `path` if the options' condition holds at that
+    /// instant, in one atomic step: whether it did. Never the root.
+    fn delete_opts(&self, path: &MemoryPath, options: DeleteOptions<'_>) -> StoreResult<bool>;
 
     /// Moves a file or directory. Checks, in order: source missing
     /// ([`StoreError::NotFound`]), destination exists
@@ -293,7 +293,12 @@ pub trait MemoryStore: Send + Sync {
     /// ([`StoreError::PathTooLong`]: check it with
     /// [`StoreError::check_depth`] under the same lock as the move).
     /// Nothing moves when a check fails.
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()>;
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: RenameOptions<'_>,
+    ) -> StoreResult<()>;
 
     /// Runs `f` holding this store's write lock, where the store has one
     /// that every writer of it takes, in every process and through every
@@ -352,11 +357,11 @@ macro_rules! forward_store {
             ) -> StoreResult<Updated> {
                 (**self).update_opts(path, options, change)
             }
-            fn delete_opts(&self, path: &MemoryPath, condition: DeleteIf<'_>) -> StoreResult<bool> {
-                (**self).delete_opts(path, condition)
+            fn delete_opts(&self, path: &MemoryPath, options: DeleteOptions<'_>) -> StoreResult<bool> {
+                (**self).delete_opts(path, options)
             }
-            fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-                (**self).rename(from, to)
+            fn rename_opts(&self, from: &MemoryPath, to: &MemoryPath, options: RenameOptions<'_>) -> StoreResult<()> {
+                (**self).rename_opts(from, to, options)
             }
             fn exclusive(
                 &self,

@@ -46,6 +46,19 @@ impl Quota<'_> {
     }
 }
 
+/// Who asks for a change, for a store that records changes (a
+/// [`HistoryStore`](crate::history::HistoryStore) keeps it with each
+/// version); every other store passes it on or ignores it.
+/// [`MemoryTool`](crate::MemoryTool) fills it from each `tool_use` block.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Context<'a> {
+    /// The call that makes the change, such as the `tool_use` block's id.
+    pub call: Option<&'a str>,
+    /// A note kept with the change's versions, such as what a revert
+    /// went back to.
+    pub note: Option<&'a str>,
+}
+
 /// The options of [`MemoryStore::write_opts`].
 #[derive(Debug, Clone, Copy)]
 pub struct WriteOptions<'a> {
@@ -54,11 +67,17 @@ pub struct WriteOptions<'a> {
     /// A size cap checked atomically with the write: over it, nothing is
     /// written and the answer is [`StoreError::StoreFull`].
     pub quota: Option<Quota<'a>>,
+    /// Who asks.
+    pub context: Context<'a>,
 }
 
 impl From<WriteMode> for WriteOptions<'_> {
     fn from(mode: WriteMode) -> Self {
-        WriteOptions { mode, quota: None }
+        WriteOptions {
+            mode,
+            quota: None,
+            context: Context::default(),
+        }
     }
 }
 
@@ -70,6 +89,44 @@ pub struct UpdateOptions<'a> {
     pub limit: u64,
     /// A size cap on the edited bytes, as in [`WriteOptions::quota`].
     pub quota: Option<Quota<'a>>,
+    /// Who asks.
+    pub context: Context<'a>,
+}
+
+impl UpdateOptions<'_> {
+    /// An edit of a file of at most `limit` bytes, with no cap.
+    pub fn new(limit: u64) -> Self {
+        UpdateOptions {
+            limit,
+            quota: None,
+            context: Context::default(),
+        }
+    }
+}
+
+/// The options of [`MemoryStore::delete_opts`].
+#[derive(Debug)]
+pub struct DeleteOptions<'a> {
+    /// Which entry may go.
+    pub condition: DeleteIf<'a>,
+    /// Who asks.
+    pub context: Context<'a>,
+}
+
+impl<'a> From<DeleteIf<'a>> for DeleteOptions<'a> {
+    fn from(condition: DeleteIf<'a>) -> Self {
+        DeleteOptions {
+            condition,
+            context: Context::default(),
+        }
+    }
+}
+
+/// The options of [`MemoryStore::rename_opts`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RenameOptions<'a> {
+    /// Who asks.
+    pub context: Context<'a>,
 }
 
 /// Which entry [`MemoryStore::delete_opts`] may remove, decided at the

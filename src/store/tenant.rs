@@ -1,8 +1,9 @@
 //! [`TenantStore`]: one tenant's `/memories` inside a shared base store.
 
 use super::{
-    Change, DeleteIf, DirEntry, FileContent, FileReader, Lock, MemoryStore, Metadata, Quota,
-    StoreError, StoreResult, UpdateOptions, Updated, Version, WriteOptions,
+    Change, DeleteIf, DeleteOptions, DirEntry, FileContent, FileReader, Lock, MemoryStore,
+    Metadata, Quota, RenameOptions, StoreError, StoreResult, UpdateOptions, Updated, Version,
+    WriteOptions,
 };
 use crate::path::MemoryPath;
 use crate::tenant::TenantId;
@@ -170,11 +171,11 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
         }
         let scope = options.quota.map(|q| (self.inner(q.scope), q.max_bytes));
         let options = WriteOptions {
-            mode: options.mode,
             quota: scope.as_ref().map(|(scope, max_bytes)| Quota {
                 scope,
                 max_bytes: *max_bytes,
             }),
+            ..options
         };
         self.base
             .write_opts(&self.inner(path), data, options)
@@ -199,25 +200,30 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
         }
     }
 
-    fn delete_opts(&self, path: &MemoryPath, condition: DeleteIf<'_>) -> StoreResult<bool> {
+    fn delete_opts(&self, path: &MemoryPath, options: DeleteOptions<'_>) -> StoreResult<bool> {
         if path.is_root() {
-            return match condition {
+            return match options.condition {
                 DeleteIf::Exists => Err(StoreError::delete_root(path)),
                 _ => Ok(false),
             };
         }
         self.base
-            .delete_opts(&self.inner(path), condition)
+            .delete_opts(&self.inner(path), options)
             .map_err(|e| self.outer(e))
     }
 
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: RenameOptions<'_>,
+    ) -> StoreResult<()> {
         StoreError::check_rename(from, to)?;
         if to.is_root() {
             return Err(StoreError::AlreadyExists { path: to.clone() });
         }
         self.base
-            .rename(&self.inner(from), &self.inner(to))
+            .rename_opts(&self.inner(from), &self.inner(to), options)
             .map_err(|e| self.outer(e))
     }
 
@@ -233,11 +239,11 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
         }
         let scope = options.quota.map(|q| (self.inner(q.scope), q.max_bytes));
         let options = UpdateOptions {
-            limit: options.limit,
             quota: scope.as_ref().map(|(scope, max_bytes)| Quota {
                 scope,
                 max_bytes: *max_bytes,
             }),
+            ..options
         };
         self.base
             .update_opts(&self.inner(path), options, change)

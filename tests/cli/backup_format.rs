@@ -345,12 +345,17 @@ impl MemoryStore for FailingStore {
     fn delete_opts(
         &self,
         path: &MemoryPath,
-        condition: claude_memory::store::DeleteIf<'_>,
+        options: claude_memory::store::DeleteOptions<'_>,
     ) -> StoreResult<bool> {
-        self.inner.delete_opts(path, condition)
+        self.inner.delete_opts(path, options)
     }
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        self.inner.rename(from, to)
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
+        self.inner.rename_opts(from, to, options)
     }
 }
 
@@ -424,12 +429,17 @@ fn a_file_changed_between_the_check_and_the_write_is_not_overwritten() {
         fn delete_opts(
             &self,
             path: &MemoryPath,
-            condition: claude_memory::store::DeleteIf<'_>,
+            options: claude_memory::store::DeleteOptions<'_>,
         ) -> StoreResult<bool> {
-            self.inner.delete_opts(path, condition)
+            self.inner.delete_opts(path, options)
         }
-        fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-            self.inner.rename(from, to)
+        fn rename_opts(
+            &self,
+            from: &MemoryPath,
+            to: &MemoryPath,
+            options: claude_memory::store::RenameOptions<'_>,
+        ) -> StoreResult<()> {
+            self.inner.rename_opts(from, to, options)
         }
     }
     let store = Racing {
@@ -621,12 +631,17 @@ impl MemoryStore for TimedStore {
     fn delete_opts(
         &self,
         path: &MemoryPath,
-        condition: claude_memory::store::DeleteIf<'_>,
+        options: claude_memory::store::DeleteOptions<'_>,
     ) -> StoreResult<bool> {
-        self.inner.delete_opts(path, condition)
+        self.inner.delete_opts(path, options)
     }
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        self.inner.rename(from, to)
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
+        self.inner.rename_opts(from, to, options)
     }
 }
 

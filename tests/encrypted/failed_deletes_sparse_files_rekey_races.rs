@@ -109,10 +109,10 @@ impl<S: MemoryStore> MemoryStore for BadDelete<S> {
     fn delete_opts(
         &self,
         path: &MemoryPath,
-        condition: claude_memory::store::DeleteIf<'_>,
+        options: claude_memory::store::DeleteOptions<'_>,
     ) -> StoreResult<bool> {
-        let claude_memory::store::DeleteIf::Exists = condition else {
-            return self.inner.delete_opts(path, condition);
+        let claude_memory::store::DeleteIf::Exists = options.condition else {
+            return self.inner.delete_opts(path, options);
         };
         // The wrapper's own files (journals) are left alone.
         let own = path
@@ -139,8 +139,13 @@ impl<S: MemoryStore> MemoryStore for BadDelete<S> {
             _ => self.inner.delete(path).map(|()| true),
         }
     }
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        self.inner.rename(from, to)
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
+        self.inner.rename_opts(from, to, options)
     }
     fn exclusive(
         &self,

@@ -109,12 +109,17 @@ impl MemoryStore for Hooked {
     fn delete_opts(
         &self,
         path: &MemoryPath,
-        condition: claude_memory::store::DeleteIf<'_>,
+        options: claude_memory::store::DeleteOptions<'_>,
     ) -> StoreResult<bool> {
-        self.inner.delete_opts(path, condition)
+        self.inner.delete_opts(path, options)
     }
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        self.inner.rename(from, to)
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
+        self.inner.rename_opts(from, to, options)
     }
     fn exclusive(
         &self,

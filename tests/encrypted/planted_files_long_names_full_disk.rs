@@ -343,14 +343,19 @@ impl<S: MemoryStore> MemoryStore for Failing<S> {
     fn delete_opts(
         &self,
         path: &MemoryPath,
-        condition: claude_memory::store::DeleteIf<'_>,
+        options: claude_memory::store::DeleteOptions<'_>,
     ) -> StoreResult<bool> {
         self.deleting(path)?;
-        self.inner.delete_opts(path, condition)
+        self.inner.delete_opts(path, options)
     }
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
         self.full(to)?;
-        self.inner.rename(from, to)
+        self.inner.rename_opts(from, to, options)
     }
     fn exclusive(
         &self,

@@ -610,20 +610,25 @@ impl<S: MemoryStore> MemoryStore for Hooked<S> {
     fn delete_opts(
         &self,
         path: &MemoryPath,
-        condition: claude_memory::store::DeleteIf<'_>,
+        options: claude_memory::store::DeleteOptions<'_>,
     ) -> StoreResult<bool> {
         // Between expiry's decision (made on the walk's listing) and its
         // delete, another agent rewrites the file.
         if let (Some((target, data)), claude_memory::store::DeleteIf::FileWhere(_)) =
-            (&self.rewrite_before_delete, &condition)
+            (&self.rewrite_before_delete, &options.condition)
             && target == path
         {
             self.inner.write(path, data, WriteMode::Overwrite)?;
         }
-        self.inner.delete_opts(path, condition)
+        self.inner.delete_opts(path, options)
     }
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        self.inner.rename(from, to)
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
+        self.inner.rename_opts(from, to, options)
     }
 }
 

@@ -40,11 +40,16 @@ impl MemoryStore for NaiveStore {
     fn delete_opts(
         &self,
         path: &MemoryPath,
-        condition: claude_memory::store::DeleteIf<'_>,
+        options: claude_memory::store::DeleteOptions<'_>,
     ) -> StoreResult<bool> {
-        self.inner.delete_opts(path, condition)
+        self.inner.delete_opts(path, options)
     }
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        _: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
         let Some(meta) = self.inner.stat(from)? else {
             return Err(StoreError::NotFound { path: from.clone() });
         };

@@ -71,12 +71,17 @@ impl MemoryStore for Watched {
     fn delete_opts(
         &self,
         path: &MemoryPath,
-        condition: claude_memory::store::DeleteIf<'_>,
+        options: claude_memory::store::DeleteOptions<'_>,
     ) -> StoreResult<bool> {
-        self.watch(|| self.inner.delete_opts(path, condition))
+        self.watch(|| self.inner.delete_opts(path, options))
     }
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        self.watch(|| self.inner.rename(from, to))
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
+        self.watch(|| self.inner.rename_opts(from, to, options))
     }
     fn exclusive(
         &self,

@@ -77,9 +77,6 @@ fn on_each(attack: impl Fn(&str, Pair)) {
     }
 }
 
-/// Attack: a change that fails after some of its writes. Promised: none
-/// of them stays (before, each write committed on its own).
-
 /// The lock [`MemoryStore::exclusive`] holds on `store`: `None` if it
 /// refuses to run a change at all.
 fn lock_of(store: &dyn MemoryStore) -> Option<Lock> {
@@ -91,6 +88,8 @@ fn lock_of(store: &dyn MemoryStore) -> Option<Lock> {
     seen
 }
 
+/// Attack: a change that fails after some of its writes. Promised: none
+/// of them stays (before, each write committed on its own).
 #[test]
 fn a_change_that_fails_half_way_leaves_nothing() {
     on_each(|db, (store, _)| {

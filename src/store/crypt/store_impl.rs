@@ -11,9 +11,9 @@ use super::store::EncryptedStore;
 use crate::path::MemoryPath;
 use crate::store::retry;
 use crate::store::{
-    Change, DeleteIf, DirEntry, EntryKind, FileContent, FileReader, Lock, MemoryStore,
-    MemoryStoreExt, Metadata, Quota, StoreError, StoreResult, UPDATE_ATTEMPTS, UpdateOptions,
-    Updated, Version, WriteMode, WriteOptions,
+    Change, DeleteIf, DeleteOptions, DirEntry, EntryKind, FileContent, FileReader, Lock,
+    MemoryStore, MemoryStoreExt, Metadata, Quota, RenameOptions, StoreError, StoreResult,
+    UPDATE_ATTEMPTS, UpdateOptions, Updated, Version, WriteMode, WriteOptions,
 };
 
 impl<S: MemoryStore> EncryptedStore<S> {
@@ -244,7 +244,8 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         Ok(out)
     }
 
-    fn delete_opts(&self, path: &MemoryPath, condition: DeleteIf<'_>) -> StoreResult<bool> {
+    fn delete_opts(&self, path: &MemoryPath, options: DeleteOptions<'_>) -> StoreResult<bool> {
+        let condition = options.condition;
         self.guarded(path, || {
             if path.is_root() && !matches!(condition, DeleteIf::Exists) {
                 return Ok(false);
@@ -256,17 +257,23 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
                 };
             };
             let result = match condition {
-                DeleteIf::FileWhere(still) => self.inner.delete_opts(
-                    &ep,
-                    DeleteIf::FileWhere(&mut |m| still(&Self::plain_meta(m.clone()))),
-                ),
-                other => self.inner.delete_opts(&ep, other),
+                DeleteIf::FileWhere(still) => self
+                    .inner
+                    .delete_file_if(&ep, &mut |m| still(&Self::plain_meta(m.clone()))),
+                other => self.inner.delete_opts(&ep, other.into()),
             };
             result.map_err(|e| self.outer(e, &[(&ep, path)]))
         })
     }
 
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+    /// A copy under the new names, then the source deleted, journalled and
+    /// under the wrapped store's lock (see `move_entry`).
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        _: RenameOptions<'_>,
+    ) -> StoreResult<()> {
         self.move_entry(from, to)
     }
 
@@ -279,7 +286,7 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         options: UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        let UpdateOptions { limit, quota } = options;
+        let UpdateOptions { limit, quota, .. } = options;
         if let Some(quota) = quota {
             return self.update_capped(path, limit, quota, change);
         }

@@ -20,8 +20,9 @@ use super::{CloudStore, cond, keys};
 use crate::path::MemoryPath;
 use crate::store::retry;
 use crate::store::{
-    Change, DeleteIf, DirEntry, EntryKind, FileContent, FileReader, Lock, MemoryStore, Metadata,
-    StoreError, StoreResult, UpdateOptions, Updated, Version, WriteMode, WriteOptions,
+    Change, DeleteIf, DeleteOptions, DirEntry, EntryKind, FileContent, FileReader, Lock,
+    MemoryStore, Metadata, RenameOptions, StoreError, StoreResult, UpdateOptions, Updated, Version,
+    WriteMode, WriteOptions,
 };
 
 /// What is at a path: a file (with its object's metadata), a directory,
@@ -348,7 +349,7 @@ impl MemoryStore for CloudStore {
     ) -> StoreResult<Version> {
         self.stash.clear();
         self.settle(path)?;
-        let WriteOptions { mode, quota } = options;
+        let WriteOptions { mode, quota, .. } = options;
         let Some(quota) = quota else {
             return self.write_checked(path, data, mode);
         };
@@ -397,7 +398,8 @@ impl MemoryStore for CloudStore {
     /// below it; a file goes only if a `stat` just before the delete
     /// satisfies the condition (a bucket has no conditional delete, so a
     /// writer can still change the file in between).
-    fn delete_opts(&self, path: &MemoryPath, condition: DeleteIf<'_>) -> StoreResult<bool> {
+    fn delete_opts(&self, path: &MemoryPath, options: DeleteOptions<'_>) -> StoreResult<bool> {
+        let condition = options.condition;
         self.stash.clear();
         if path.is_root() {
             return match condition {
@@ -438,7 +440,12 @@ impl MemoryStore for CloudStore {
         }
     }
 
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        _: RenameOptions<'_>,
+    ) -> StoreResult<()> {
         self.stash.clear();
         self.rename_entry(from, to)
     }

@@ -7,8 +7,8 @@ use super::ops::Entries;
 use super::{Backend, Commit, Fail, SqlStore};
 use crate::path::MemoryPath;
 use crate::store::{
-    Change, DeleteIf, DirEntry, EntryKind, FileContent, Lock, Metadata, StoreError, StoreResult,
-    Tree, UpdateOptions, Updated, Version, WriteOptions,
+    Change, DeleteIf, DeleteOptions, DirEntry, EntryKind, FileContent, Lock, Metadata,
+    RenameOptions, StoreError, StoreResult, Tree, UpdateOptions, Updated, Version, WriteOptions,
 };
 
 /// Runs `f` on this tenant's entries through a plain connection.
@@ -176,10 +176,19 @@ macro_rules! sql_store {
             }
             /// One locked transaction; an empty directory goes in one
             /// statement.
-            fn delete_opts(&self, path: &MemoryPath, condition: DeleteIf<'_>) -> StoreResult<bool> {
-                delete(&self.0, path, condition)
+            fn delete_opts(
+                &self,
+                path: &MemoryPath,
+                options: DeleteOptions<'_>,
+            ) -> StoreResult<bool> {
+                delete(&self.0, path, options.condition)
             }
-            fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+            fn rename_opts(
+                &self,
+                from: &MemoryPath,
+                to: &MemoryPath,
+                _: RenameOptions<'_>,
+            ) -> StoreResult<()> {
                 rename(&self.0, from, to)
             }
             /// One locked transaction: read, `change` once, the cap, write.

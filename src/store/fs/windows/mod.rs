@@ -39,9 +39,9 @@ use super::lock::{StoreLock, WriteLock};
 use super::version::content_version;
 use crate::path::MemoryPath;
 use crate::store::{
-    Change, DeleteIf, DirEntry, EntryKind, FileContent, FileReader, Lock, MemoryStore, Metadata,
-    Op, StoreError, StoreResult, UpdateOptions, Updated, Version, WriteMode, WriteOptions,
-    bytes_below,
+    Change, DeleteIf, DeleteOptions, DirEntry, EntryKind, FileContent, FileReader, Lock,
+    MemoryStore, Metadata, Op, RenameOptions, StoreError, StoreResult, UpdateOptions, Updated,
+    Version, WriteMode, WriteOptions, bytes_below,
 };
 
 const LOCK_FILE: &str = ".claude-memory.lock";
@@ -432,7 +432,8 @@ impl MemoryStore for FilesystemStore {
     /// The entry is examined and removed under the write lock; an empty
     /// directory goes by `RemoveDirectoryW`, which refuses a directory
     /// that is not empty at that instant.
-    fn delete_opts(&self, path: &MemoryPath, mut condition: DeleteIf<'_>) -> StoreResult<bool> {
+    fn delete_opts(&self, path: &MemoryPath, options: DeleteOptions<'_>) -> StoreResult<bool> {
+        let mut condition = options.condition;
         let exists = matches!(condition, DeleteIf::Exists);
         let missing = || match exists {
             true => Err(StoreError::NotFound { path: path.clone() }),
@@ -485,7 +486,12 @@ impl MemoryStore for FilesystemStore {
         Ok(true)
     }
 
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        _: RenameOptions<'_>,
+    ) -> StoreResult<()> {
         StoreError::check_rename(from, to)?;
         let from_name = from.name().unwrap_or_default();
         let _lock = self.lock(from)?;

@@ -278,7 +278,7 @@ impl<'a, D: Dialect> Entries<'a, D> {
         data: &[u8],
         options: WriteOptions<'_>,
     ) -> Result<Version, Fail> {
-        let WriteOptions { mode, quota } = options;
+        let WriteOptions { mode, quota, .. } = options;
         if let Some(sql) = D::WRITE_CHECKED {
             return self.write_checked(sql, path, data, mode, quota);
         }
