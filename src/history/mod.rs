@@ -50,12 +50,16 @@
 //! ```
 
 mod catch_up;
+#[cfg(feature = "cloud")]
+mod cloud_log;
 mod file_log;
 mod journal_dir;
 mod journal_line;
 mod log;
 mod ops;
 mod repair;
+#[cfg(feature = "encryption")]
+mod sealed_log;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
 mod store;
@@ -64,8 +68,14 @@ mod version;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+#[cfg(feature = "cloud")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cloud")))]
+pub use self::cloud_log::CloudLog;
 pub use self::file_log::{FileLog, HISTORY_DIR};
 pub use self::log::{DEFAULT_MEMORY_LOG_CAP, HistoryLog, MemoryLog};
+#[cfg(feature = "encryption")]
+#[cfg_attr(docsrs, doc(cfg(feature = "encryption")))]
+pub use self::sealed_log::{LogSealer, SealedLog};
 #[cfg(feature = "postgres")]
 pub use self::sql::PostgresLog;
 #[cfg(feature = "sqlite")]
@@ -97,7 +107,7 @@ pub fn format_time(t: SystemTime) -> String {
 }
 
 /// Lowercase hex sha256.
-pub fn sha256_hex(data: &[u8]) -> String {
+pub(crate) fn sha256_hex(data: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     use std::fmt::Write;
     let digest = Sha256::digest(data);

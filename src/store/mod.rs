@@ -16,7 +16,7 @@ mod fs;
 // Compiled everywhere, so its tests run on every platform.
 mod memory;
 #[cfg(feature = "cloud")]
-mod object;
+pub(crate) mod object;
 mod op;
 mod options;
 pub(crate) mod retry;
@@ -38,7 +38,7 @@ pub use ext::MemoryStoreExt;
 pub use fs::{FilesystemStore, FilesystemStoreBuilder};
 pub use memory::InMemoryStore;
 #[cfg(feature = "cloud")]
-pub use object::{CloudBuilder, CloudError, CloudLog, CloudScheme, CloudStore, parse_cloud_url};
+pub use object::{CloudBuilder, CloudError, CloudScheme, CloudStore, parse_cloud_url};
 pub use op::Op;
 pub(crate) use options::bytes_below;
 pub use options::{

@@ -266,7 +266,7 @@ macro_rules! history_on {
             claude_memory::history_conformance_tests!(|run| {
                 if let Some(store) = crate::fresh($backend) {
                     let log = || -> Arc<dyn HistoryLog> {
-                        Arc::new(claude_memory::CloudLog::for_store(&store))
+                        Arc::new(claude_memory::history::CloudLog::for_store(&store))
                     };
                     run(&store, &log);
                 }

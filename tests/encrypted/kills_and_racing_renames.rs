@@ -12,10 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use claude_memory::history::{
-    ChangeOp, FileLog, HistoryLog, HistoryStore, Query, RepairReport, sha256_hex,
-};
-use claude_memory::store::crypt::{EncryptedStore, Key, Keyring, LogSealer};
+use claude_memory::history::LogSealer;
+use claude_memory::history::{ChangeOp, FileLog, HistoryLog, HistoryStore, Query, RepairReport};
+use claude_memory::store::crypt::{EncryptedStore, Key, Keyring};
 use claude_memory::store::walk::{Flow, Order, Step, walk};
 use claude_memory::store::{
     Change, DirEntry, FileContent, FileReader, MemoryStoreExt as _, Metadata, StoreResult, Updated,
@@ -23,6 +22,10 @@ use claude_memory::store::{
 };
 use claude_memory::{FilesystemStore, MemoryPath, MemoryStore, MemoryTool};
 use serde_json::json;
+
+#[path = "../common/mod.rs"]
+mod common;
+use common::sha256_hex;
 
 const CHILD: &str = "CLAUDE_MEMORY_R4_CHILD";
 

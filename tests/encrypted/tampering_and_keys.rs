@@ -9,7 +9,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Mutex;
 
-use claude_memory::store::crypt::{CryptError, EncryptedStore, Key, Keyring, SealedLog};
+use claude_memory::history::SealedLog;
+use claude_memory::store::crypt::{CryptError, EncryptedStore, Key, Keyring};
 use claude_memory::store::{
     Change, DirEntry, FileContent, FileReader, MemoryStoreExt as _, Metadata, StoreResult, Updated,
     Version, WriteMode,
@@ -204,7 +205,7 @@ fn after_the_suite_no_object_holds_plaintext_in_the_bucket() {
             // opened on a store's runtime die with that store.
             let client = cloud_support::bucket(backend).expect("bucket");
             let base = claude_memory::CloudStore::open(client, &prefix).expect("cloud store");
-            let log = claude_memory::CloudLog::for_store(&base);
+            let log = claude_memory::history::CloudLog::for_store(&base);
             let store = EncryptedStore::open(base, ring()).expect("open");
             let log = SealedLog::new(log, &store);
             let history = claude_memory::history::HistoryStore::open(store, log).expect("history");

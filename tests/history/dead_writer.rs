@@ -20,13 +20,17 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use claude_memory::history::{ChangeOp, FileLog, HistoryLog, HistoryStore, Query, sha256_hex};
+use claude_memory::history::{ChangeOp, FileLog, HistoryLog, HistoryStore, Query};
 use claude_memory::store::walk::{Flow, Order, Step, walk};
 use claude_memory::store::{
     Change, DirEntry, FileContent, FileReader, Metadata, StoreResult, Updated, Version,
 };
 use claude_memory::{FilesystemStore, MemoryPath, MemoryStore, MemoryTool};
 use serde_json::json;
+
+#[path = "../common/mod.rs"]
+mod common;
+use common::sha256_hex;
 
 const CHILD: &str = "CLAUDE_MEMORY_DEAD_WRITER_CHILD";
 
