@@ -41,7 +41,7 @@ use crate::path::MemoryPath;
 use crate::store::{
     Change, DeleteIf, DeleteOptions, DirEntry, EntryKind, FileContent, FileReader, Lock,
     MemoryStore, Metadata, Op, RenameOptions, StoreError, StoreResult, UpdateOptions, Updated,
-    Version, WriteMode, WriteOptions, bytes_below,
+    Version, WriteOptions,
 };
 
 const LOCK_FILE: &str = ".claude-memory.lock";
@@ -294,59 +294,7 @@ impl MemoryStore for FilesystemStore {
         data: &[u8],
         options: WriteOptions<'_>,
     ) -> StoreResult<Version> {
-        let mode = options.mode;
-        let _lock = self.lock(path)?;
-        let Some(name) = path.name() else {
-            return Err(StoreError::write_to_root(path, mode));
-        };
-        let existing = if Self::unreachable(path) {
-            Entry::Absent
-        } else {
-            match self.parent(path)? {
-                Parent::File(depth) => return Err(StoreError::parent_not_directory(path, depth)),
-                Parent::Missing => Entry::Absent,
-                Parent::Dir(dir) => self.entry(&dir, name, Op::Stat, path)?,
-            }
-        };
-        if let Some(quota) = options.quota {
-            let replaced = match (&existing, mode) {
-                (Entry::Reparse { .. }, _) => {
-                    return Err(StoreError::Symlink { path: path.clone() });
-                }
-                (Entry::Absent, _) => 0,
-                (_, WriteMode::Create) => {
-                    return Err(StoreError::AlreadyExists { path: path.clone() });
-                }
-                (Entry::File(meta), _) => meta.len(),
-                _ => 0,
-            };
-            let after = bytes_below(self, quota.scope)?
-                .saturating_sub(replaced)
-                .saturating_add(data.len() as u64);
-            quota.check(path, after)?;
-        }
-        match (existing, mode) {
-            (Entry::Reparse { .. }, _) => return Err(StoreError::Symlink { path: path.clone() }),
-            (Entry::Absent, WriteMode::Update(_)) => {
-                return Err(StoreError::NotFound { path: path.clone() });
-            }
-            (Entry::Absent, _) => Self::check_names(path)?,
-            (_, WriteMode::Create) => return Err(StoreError::AlreadyExists { path: path.clone() }),
-            (Entry::Dir, _) => return Err(StoreError::IsADirectory { path: path.clone() }),
-            (Entry::File(_), WriteMode::Overwrite) => {}
-            (Entry::File(_), WriteMode::Update(expected)) => {
-                let current = self.read(path, u64::MAX)?;
-                if current.version != expected {
-                    return Err(StoreError::Conflict { path: path.clone() });
-                }
-            }
-        }
-        let (dir, made) = self.make_parent(path)?;
-        if let Err(e) = self.install(path, &dir, name, data, mode == WriteMode::Create) {
-            made.remove();
-            return Err(e);
-        }
-        Ok(content_version(data))
+        self.write_checked(path, data, options)
     }
 
     /// Runs `change` once, under the store's write lock, and checks a
@@ -357,20 +305,7 @@ impl MemoryStore for FilesystemStore {
         options: UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        let _lock = self.lock(path)?;
-        let (dir, current) = self.read_in_dir(path, options.limit)?;
-        let Ok(new) = change(&current.data) else {
-            return Ok(Updated::Aborted);
-        };
-        if let Some(quota) = options.quota {
-            let after = bytes_below(self, quota.scope)?
-                .saturating_sub(current.data.len() as u64)
-                .saturating_add(new.len() as u64);
-            quota.check(path, after)?;
-        }
-        let name = path.name().unwrap_or_default();
-        self.install(path, &dir, name, &new, false)?;
-        Ok(Updated::Written(new))
+        self.update_checked(path, options, change)
     }
 
     fn list(&self, dir_path: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
@@ -585,7 +520,7 @@ impl MemoryStore for FilesystemStore {
 mod tests {
     use super::FilesystemStore;
     use crate::path::MemoryPath;
-    use crate::store::{MemoryStore, StoreError, WriteMode};
+    use crate::store::{MemoryStore, MemoryStoreExt, StoreError, WriteMode};
 
     fn store() -> (tempfile::TempDir, FilesystemStore) {
         let dir = tempfile::tempdir().unwrap();
