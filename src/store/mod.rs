@@ -40,7 +40,6 @@ pub use memory::InMemoryStore;
 #[cfg(feature = "cloud")]
 pub use object::{CloudBuilder, CloudError, CloudScheme, CloudStore, parse_cloud_url};
 pub use op::Op;
-pub(crate) use options::bytes_below;
 pub use options::{
     Context, DeleteIf, DeleteOptions, Lock, Quota, RenameOptions, UpdateOptions, WriteMode,
     WriteOptions,

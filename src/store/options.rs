@@ -44,6 +44,20 @@ impl Quota<'_> {
         }
         Ok(())
     }
+
+    /// [`check`](Self::check) of a write of `new` bytes in place of a file
+    /// of `replaced` bytes, on a walk of the scope: for a store that
+    /// holds its write lock meanwhile.
+    pub(crate) fn check_walked<S: MemoryStore + ?Sized>(
+        &self,
+        store: &S,
+        path: &MemoryPath,
+        replaced: u64,
+        new: u64,
+    ) -> StoreResult<()> {
+        let total = bytes_below(store, self.scope)?;
+        self.check(path, total.saturating_sub(replaced).saturating_add(new))
+    }
 }
 
 /// Who asks for a change, for a store that records changes (a
@@ -169,10 +183,7 @@ pub enum Lock {
 
 /// Bytes of the files below `scope`, 0 if it does not exist (yet) or is
 /// not a directory: the quota measure of a store that walks.
-pub(crate) fn bytes_below<S: MemoryStore + ?Sized>(
-    store: &S,
-    scope: &MemoryPath,
-) -> StoreResult<u64> {
+fn bytes_below<S: MemoryStore + ?Sized>(store: &S, scope: &MemoryPath) -> StoreResult<u64> {
     match walk::total_size(store, scope) {
         Err(StoreError::NotFound { .. } | StoreError::NotADirectory { .. }) => Ok(0),
         other => other,

@@ -11,7 +11,7 @@ use super::{FilesystemStore, Parent, TEMP_PREFIX};
 use crate::path::MemoryPath;
 use crate::store::{
     Change, MemoryStore, Op, StoreError, StoreResult, UpdateOptions, Updated, Version, WriteMode,
-    WriteOptions, bytes_below,
+    WriteOptions,
 };
 
 /// Directories a write created on its way (host paths, outermost first),
@@ -150,10 +150,7 @@ impl FilesystemStore {
                 (Entry::File(meta), _) => meta.len(),
                 _ => 0,
             };
-            let after = bytes_below(self, quota.scope)?
-                .saturating_sub(replaced)
-                .saturating_add(data.len() as u64);
-            quota.check(path, after)?;
+            quota.check_walked(self, path, replaced, data.len() as u64)?;
         }
         match (existing, mode) {
             (Entry::Reparse { .. }, _) => return Err(StoreError::Symlink { path: path.clone() }),
@@ -193,10 +190,8 @@ impl FilesystemStore {
             return Ok(Updated::Aborted);
         };
         if let Some(quota) = options.quota {
-            let after = bytes_below(self, quota.scope)?
-                .saturating_sub(current.data.len() as u64)
-                .saturating_add(new.len() as u64);
-            quota.check(path, after)?;
+            let (old, new_len) = (current.data.len() as u64, new.len() as u64);
+            quota.check_walked(self, path, old, new_len)?;
         }
         let name = path.name().unwrap_or_default();
         self.install(path, &dir, name, &new, false)?;
