@@ -11,7 +11,9 @@ use std::collections::HashSet;
 use std::time::{Duration, SystemTime};
 
 use crate::path::MemoryPath;
-use crate::store::{Flow, MemoryStore, Metadata, Order, Step, StoreError, StoreResult, walk};
+use crate::store::{
+    Flow, MemoryStore, MemoryStoreExt as _, Metadata, Order, Step, StoreError, StoreResult, walk,
+};
 
 /// What [`expire`] removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,13 +37,13 @@ impl ExpiryReport {
 /// directories that leaves empty (never the root). Files whose backend
 /// reports no modification time are kept. Works on any [`MemoryStore`].
 ///
-/// A file is removed with [`MemoryStore::delete_file_if`], only if it is
+/// A file is removed with [`DeleteIf::FileWhere`](crate::store::DeleteIf::FileWhere), only if it is
 /// still the file the walk listed (same size and modification time): one
 /// rewritten between the walk and the delete is kept (and counted in
 /// [`kept_files`](ExpiryReport::kept_files)). That check is atomic with the
 /// delete on every store of this crate (under the store's lock, or in one
 /// transaction), and a directory goes only if it is empty at that instant
-/// ([`MemoryStore::remove_empty_dir`]).
+/// ([`DeleteIf::EmptyDir`](crate::store::DeleteIf::EmptyDir)).
 pub fn expire<S: MemoryStore + ?Sized>(
     store: &S,
     older_than: Duration,

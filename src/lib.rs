@@ -159,9 +159,9 @@ pub use result::{Content, ImageFormat, ToolResult};
 pub use store::FilesystemStore;
 pub use store::TenantStore;
 #[cfg(feature = "encryption")]
-pub use store::crypt::{EncryptedStore, Key, Keyring, SealedLog};
+pub use store::crypt::{EncryptedStore, Key, Keyring};
 #[cfg(feature = "cloud")]
-pub use store::{CloudBuilder, CloudError, CloudLog, CloudScheme, CloudStore, parse_cloud_url};
+pub use store::{CloudBuilder, CloudError, CloudScheme, CloudStore, parse_cloud_url};
 pub use store::{InMemoryStore, MemoryStore, StoreError};
 #[cfg(feature = "postgres")]
 pub use store::{PostgresBuilder, PostgresError, PostgresStore};

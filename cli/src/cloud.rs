@@ -55,8 +55,8 @@ pub fn log(
         ))
     })?;
     Ok(Box::new(match tenant {
-        Some(tenant) => claude_memory::CloudLog::for_tenant(&store, tenant),
-        None => claude_memory::CloudLog::for_store(&store),
+        Some(tenant) => claude_memory::history::CloudLog::for_tenant(&store, tenant),
+        None => claude_memory::history::CloudLog::for_store(&store),
     }))
 }
 

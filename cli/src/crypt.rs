@@ -8,9 +8,8 @@ use std::path::{Path, PathBuf};
 use claude_memory::MemoryStore;
 use claude_memory::TenantId;
 use claude_memory::history::HistoryLog;
-use claude_memory::store::crypt::{
-    CryptError, EncryptedStore, Key, Keyring, LogSealer, Passphrase,
-};
+use claude_memory::history::LogSealer;
+use claude_memory::store::crypt::{CryptError, EncryptedStore, Key, Keyring, Passphrase};
 
 use crate::output::{Failure, Outcome, count, err, failed};
 use crate::store::Access;

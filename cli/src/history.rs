@@ -134,7 +134,7 @@ pub fn open(
     store: Box<dyn MemoryStore>,
     access: Access,
     start: bool,
-    sealer: Option<&claude_memory::store::crypt::LogSealer>,
+    sealer: Option<&claude_memory::history::LogSealer>,
 ) -> Result<History, Failure> {
     let log = crate::crypt::seal_log(log(spec, tenant, start, access)?, sealer);
     if access == Access::Read {

@@ -8,7 +8,9 @@ use std::fmt;
 
 use crate::config::Config;
 use crate::path::{MemoryPath, PathError};
-use crate::store::{EntryKind, FileContent, MemoryStore, Metadata, StoreError};
+use crate::store::{
+    EntryKind, FileContent, MemoryStore, MemoryStoreExt as _, Metadata, StoreError,
+};
 
 use super::ImportError;
 use super::format::{Backup, Content};

@@ -4,7 +4,7 @@
 //! left as it was.
 
 use crate::path::MemoryPath;
-use crate::store::{EntryKind, MemoryStore, StoreError, WriteMode};
+use crate::store::{EntryKind, MemoryStore, MemoryStoreExt as _, StoreError, WriteMode};
 
 use super::ImportError;
 use super::format::Backup;

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use crate::config::Config;
 use crate::path::MemoryPath;
 use crate::result::ToolResult;
-use crate::store::{MemoryStore, WriteMode};
+use crate::store::{MemoryStore, MemoryStoreExt as _, WriteMode};
 use crate::tool::MemoryTool;
 
 pub(super) type Tool<'a> = MemoryTool<&'a dyn MemoryStore>;

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::config::Config;
 use crate::history::{ChangeOp, HistoryLog, HistoryStore, Query, Retention, sha256_hex};
 use crate::path::MemoryPath;
-use crate::store::{MemoryStore, WriteMode};
+use crate::store::{MemoryStore, MemoryStoreExt as _, WriteMode};
 use crate::tool::MemoryTool;
 
 /// Opens the history log of the store under test (the same log each time).

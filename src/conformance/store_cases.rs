@@ -8,7 +8,9 @@ use super::helpers::{
     bytes, create, err, exists, insert, ok, path, put, replace, text_of, tool, view, view_range,
 };
 use crate::path::MemoryPath;
-use crate::store::{Abort, EntryKind, MemoryStore, Quota, StoreError, Updated, WriteMode};
+use crate::store::{
+    Abort, EntryKind, MemoryStore, MemoryStoreExt as _, Quota, StoreError, Updated, WriteMode,
+};
 
 fn store_err<T: std::fmt::Debug>(result: Result<T, StoreError>) -> StoreError {
     match result {
@@ -337,7 +339,7 @@ pub fn store_update_writes_or_aborts(store: &dyn MemoryStore) {
     );
 }
 
-/// `write_within` and `update_within`: a write that would take the files
+/// `write_opts` and `update_opts` with a quota: a write that would take the files
 /// below the quota's scope (hidden ones included, nothing outside it) over
 /// its limit is [`StoreError::StoreFull`] with the total it would have
 /// made, and writes nothing, not even a parent directory. The bytes of a
@@ -450,7 +452,7 @@ pub fn store_quota_is_checked_with_the_write(store: &dyn MemoryStore) {
     }
     assert!(!exists(store, "/memories/c/y.txt"));
 
-    // update_within: the change runs, then the quota is checked.
+    // A capped update: the change runs, then the quota is checked.
     store.delete(&c).ok();
     assert_eq!(store.total_size().ok(), Some(10));
     let mut calls = 0;
@@ -489,7 +491,7 @@ pub fn store_quota_is_checked_with_the_write(store: &dyn MemoryStore) {
     assert_eq!(store.total_size().ok(), Some(10));
 }
 
-/// `delete_file_if`: removes a file only if it is still a file that the
+/// `DeleteIf::FileWhere`: removes a file only if it is still a file that the
 /// predicate accepts at that instant.
 pub fn store_delete_file_if_decides_at_the_instant(store: &dyn MemoryStore) {
     put(store, "/memories/d/f.txt", b"abc");

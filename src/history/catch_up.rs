@@ -82,7 +82,7 @@ impl<S: MemoryStore> HistoryStore<S> {
         }
         let mut dropped = Vec::new();
         let root = MemoryPath::root();
-        let looked = self.inner.exclusive(&root, &mut || {
+        let looked = self.inner.exclusive(&root, &mut |_| {
             // Path → the store's content hash there (`None`: no file),
             // or `Err(())`: cannot tell.
             let mut live: HashMap<String, Result<Option<String>, ()>> = HashMap::new();

@@ -11,8 +11,8 @@
 //!
 //! Each version holds a monotonic id, the path (both paths for a rename),
 //! the operation, the time, the actor (the store's label and the per-call
-//! actor, such as the `tool_use` id, set by [`MemoryTool`](crate::MemoryTool)
-//! for the duration of a call, or by [`with_call`]), the content's sha256
+//! actor, such as the `tool_use` id, which [`MemoryTool`](crate::MemoryTool)
+//! passes in each change's [`Context`](crate::store::Context)), the content's sha256
 //! and size, and the content (for a delete, the content removed). A file
 //! keeps its [`file`](Revision::file) id across renames.
 //!
@@ -50,23 +50,32 @@
 //! ```
 
 mod catch_up;
+#[cfg(feature = "cloud")]
+mod cloud_log;
 mod file_log;
 mod journal_dir;
 mod journal_line;
 mod log;
 mod ops;
 mod repair;
+#[cfg(feature = "encryption")]
+mod sealed_log;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
 mod store;
 mod store_impl;
 mod version;
 
-use std::cell::RefCell;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+#[cfg(feature = "cloud")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cloud")))]
+pub use self::cloud_log::CloudLog;
 pub use self::file_log::{FileLog, HISTORY_DIR};
 pub use self::log::{DEFAULT_MEMORY_LOG_CAP, HistoryLog, MemoryLog};
+#[cfg(feature = "encryption")]
+#[cfg_attr(docsrs, doc(cfg(feature = "encryption")))]
+pub use self::sealed_log::{LogSealer, SealedLog};
 #[cfg(feature = "postgres")]
 pub use self::sql::PostgresLog;
 #[cfg(feature = "sqlite")]
@@ -75,39 +84,6 @@ pub use self::store::{DEFAULT_FILE_LIMIT, HistoryStore, MAX_CALL_LEN};
 pub use self::version::{
     ChangeOp, HistoryError, Query, RepairReport, RestoreReport, Retention, Revision, SkipReason,
 };
-
-thread_local! {
-    pub(super) static CALL: RefCell<Option<String>> = const { RefCell::new(None) };
-    pub(super) static NOTE: RefCell<Option<String>> = const { RefCell::new(None) };
-}
-
-/// Runs `f` with `call` as the per-call actor of every version recorded on
-/// this thread meanwhile (the previous one is restored after, even on a
-/// panic). [`MemoryTool::dispatch`](crate::MemoryTool::dispatch) does this
-/// with each `tool_use` block's id.
-pub fn with_call<T>(call: Option<&str>, f: impl FnOnce() -> T) -> T {
-    scoped(&CALL, call.map(str::to_owned), f)
-}
-
-pub(crate) fn scoped<T>(
-    key: &'static std::thread::LocalKey<RefCell<Option<String>>>,
-    value: Option<String>,
-    f: impl FnOnce() -> T,
-) -> T {
-    struct Restore(
-        &'static std::thread::LocalKey<RefCell<Option<String>>>,
-        Option<String>,
-    );
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let previous = self.1.take();
-            self.0.with(|c| *c.borrow_mut() = previous);
-        }
-    }
-    let previous = key.with(|c| c.replace(value));
-    let _restore = Restore(key, previous);
-    f()
-}
 
 pub(crate) fn to_nanos(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
@@ -131,7 +107,7 @@ pub fn format_time(t: SystemTime) -> String {
 }
 
 /// Lowercase hex sha256.
-pub fn sha256_hex(data: &[u8]) -> String {
+pub(crate) fn sha256_hex(data: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     use std::fmt::Write;
     let digest = Sha256::digest(data);

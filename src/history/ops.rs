@@ -7,11 +7,14 @@ use std::time::SystemTime;
 use super::SkipReason;
 use super::repair::{replay, touched};
 use super::{
-    ChangeOp, HistoryError, HistoryStore, NOTE, Query, RestoreReport, Retention, Revision,
-    format_time, scoped, sha256_hex, under,
+    ChangeOp, HistoryError, HistoryStore, Query, RestoreReport, Retention, Revision, format_time,
+    sha256_hex, under,
 };
 use crate::path::MemoryPath;
-use crate::store::{MemoryStore, StoreError, WriteMode};
+use crate::store::{
+    Context, DeleteIf, DeleteOptions, MemoryStore, MemoryStoreExt as _, StoreError, WriteMode,
+    WriteOptions,
+};
 
 impl<S: MemoryStore> HistoryStore<S> {
     /// Versions matching `query`, ids ascending, with their content
@@ -125,9 +128,8 @@ impl<S: MemoryStore> HistoryStore<S> {
         {
             return Ok(None);
         }
-        scoped(&NOTE, Some(format!("revert to v{id}")), || {
-            self.write(&target, &content, WriteMode::Overwrite)
-        })?;
+        let note = format!("revert to v{id}");
+        self.write_opts(&target, &content, noted(WriteMode::Overwrite, &note))?;
         Ok(self
             .versions(&Query {
                 path: Some(target),
@@ -223,7 +225,7 @@ impl<S: MemoryStore> HistoryStore<S> {
         let live = self.live(prefix, &mut unreadable)?;
         let note = format!("restore to {}", format_time(at));
         let mut report = RestoreReport::default();
-        scoped(&NOTE, Some(note), || {
+        {
             report.failed.extend(unreadable);
             for path in live.keys().filter(|p| !then.contains_key(*p)) {
                 if !created_after(path) {
@@ -237,8 +239,15 @@ impl<S: MemoryStore> HistoryStore<S> {
                     report.deleted.push(path.clone());
                     continue;
                 }
-                match self.delete(&p) {
-                    Ok(()) | Err(StoreError::NotFound { .. }) => report.deleted.push(path.clone()),
+                let delete = DeleteOptions {
+                    condition: DeleteIf::Exists,
+                    context: Context {
+                        call: None,
+                        note: Some(&note),
+                    },
+                };
+                match self.delete_opts(&p, delete) {
+                    Ok(_) | Err(StoreError::NotFound { .. }) => report.deleted.push(path.clone()),
                     Err(e) => report.failed.push((path.clone(), e.to_string())),
                 }
             }
@@ -257,18 +266,19 @@ impl<S: MemoryStore> HistoryStore<S> {
                     report.written.push(path.clone());
                     continue;
                 }
-                let mut result = self.write(&p, content, WriteMode::Overwrite);
+                let write = noted(WriteMode::Overwrite, &note);
+                let mut result = self.write_opts(&p, content, write);
                 if matches!(result, Err(StoreError::IsADirectory { .. })) {
                     // An empty directory left where the file was.
                     let _ = self.remove_empty_dir(&p);
-                    result = self.write(&p, content, WriteMode::Overwrite);
+                    result = self.write_opts(&p, content, write);
                 }
                 match result {
                     Ok(_) => report.written.push(path.clone()),
                     Err(e) => report.failed.push((path.clone(), e.to_string())),
                 }
             }
-        });
+        }
         Ok(report)
     }
 
@@ -486,4 +496,16 @@ fn cut_out(content: &[u8], text: &[u8]) -> Option<Vec<u8>> {
     }
     out.extend_from_slice(rest);
     Some(out)
+}
+
+/// A write noted `note` in the versions it makes.
+fn noted(mode: WriteMode, note: &str) -> WriteOptions<'_> {
+    WriteOptions {
+        mode,
+        quota: None,
+        context: Context {
+            call: None,
+            note: Some(note),
+        },
+    }
 }

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::{ChangeOp, HistoryError, HistoryStore, RepairReport, Revision, sha256_hex};
 use crate::path::MemoryPath;
-use crate::store::MemoryStore;
+use crate::store::{Context, MemoryStore};
 
 /// The live state the versions describe: path → (sha256, file id).
 pub(super) fn replay(versions: &[Revision]) -> BTreeMap<String, (String, u64)> {
@@ -171,12 +171,21 @@ impl<S: MemoryStore> HistoryStore<S> {
                     continue;
                 };
                 match self.inner.read(&p, self.limit) {
-                    Ok(f) => self.revision(op, path.clone(), None, file, &f.data),
+                    Ok(f) => {
+                        self.revision(Context::default(), op, path.clone(), None, file, &f.data)
+                    }
                     Err(_) => continue, // changed or gone since: next open
                 }
             } else {
                 // Gone: refers to the file's last version's content.
-                let mut v = self.revision(ChangeOp::Deleted, path.clone(), None, file, &[]);
+                let mut v = self.revision(
+                    Context::default(),
+                    ChangeOp::Deleted,
+                    path.clone(),
+                    None,
+                    file,
+                    &[],
+                );
                 if let Some(e) = expected.get(path) {
                     v.sha256.clone_from(&e.0);
                 }

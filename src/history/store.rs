@@ -6,11 +6,12 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
 use super::repair::replay;
-use super::{CALL, ChangeOp, HistoryError, HistoryLog, NOTE, RepairReport, Revision, sha256_hex};
+use super::{ChangeOp, HistoryError, HistoryLog, RepairReport, Revision, sha256_hex};
 use crate::path::MemoryPath;
 use crate::store::walk::{Flow, Order, Step, walk};
 use crate::store::{
-    Abort, Change, EntryKind, MemoryStore, StoreError, StoreResult, Updated, Version, WriteMode,
+    Abort, Change, Context, EntryKind, MemoryStore, StoreError, StoreResult, Updated, Version,
+    WriteMode, WriteOptions,
 };
 
 /// A store that keeps every change: see the [module](crate::history).
@@ -203,6 +204,7 @@ impl<S: MemoryStore> HistoryStore<S> {
 
     pub(super) fn revision(
         &self,
+        context: Context<'_>,
         op: ChangeOp,
         path: String,
         from: Option<String>,
@@ -217,12 +219,12 @@ impl<S: MemoryStore> HistoryStore<S> {
             from,
             time: SystemTime::now(),
             actor: self.label.clone(),
-            call: CALL.with(|c| c.borrow().as_deref().map(bounded_call)),
+            call: context.call.map(bounded_call),
             sha256: sha256_hex(data),
             size: data.len() as u64,
             content: Some(data.to_vec()),
             redacted: false,
-            note: NOTE.with(|c| c.borrow().clone()),
+            note: context.note.map(str::to_owned),
         }
     }
 
@@ -232,7 +234,13 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// space, and a redaction of it sticks); else it holds the content
     /// as it is. A file the store will not let us read within the limit
     /// is recorded by size and hash of nothing, noted so.
-    fn leaving(&self, index: &Index, p: &MemoryPath, to: Option<String>) -> StoreResult<Revision> {
+    fn leaving(
+        &self,
+        context: Context<'_>,
+        index: &Index,
+        p: &MemoryPath,
+        to: Option<String>,
+    ) -> StoreResult<Revision> {
         let key = p.normalized();
         let known = index.files.get(&key);
         let file = known.map_or(0, |k| k.0);
@@ -242,7 +250,7 @@ impl<S: MemoryStore> HistoryStore<S> {
         };
         match self.inner.read(p, self.limit) {
             Ok(content) => {
-                let mut v = self.revision(op, path, from, file, &[]);
+                let mut v = self.revision(context, op, path, from, file, &[]);
                 let sha = sha256_hex(&content.data);
                 v.size = content.data.len() as u64;
                 if known.is_some_and(|k| k.1 == sha) {
@@ -255,7 +263,7 @@ impl<S: MemoryStore> HistoryStore<S> {
             }
             Err(e @ StoreError::NotFound { .. }) => Err(e),
             Err(_) => {
-                let mut v = self.revision(op, path, from, file, &[]);
+                let mut v = self.revision(context, op, path, from, file, &[]);
                 v.content = None;
                 v.note = Some(UNREADABLE.to_owned());
                 Ok(v)
@@ -268,6 +276,7 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// time is read (and kept only if the history does not have it).
     pub(super) fn leaving_all(
         &self,
+        context: Context<'_>,
         index: &Index,
         path: &MemoryPath,
         to: Option<&MemoryPath>,
@@ -279,7 +288,7 @@ impl<S: MemoryStore> HistoryStore<S> {
             let target = new
                 .as_ref()
                 .map(|n| format!("{n}{}", &p.normalized()[old.len()..]));
-            match self.leaving(index, &p, target) {
+            match self.leaving(context, index, &p, target) {
                 Ok(v) => versions.push(v),
                 Err(StoreError::NotFound { .. }) => {}
                 Err(e) => return Err(e),
@@ -288,21 +297,21 @@ impl<S: MemoryStore> HistoryStore<S> {
         Ok(versions)
     }
 
-    /// A write (`write` or `write_within`, run by `apply`) with its
+    /// A write (`write_opts`, run by `apply`) with its
     /// version: `created` or `modified`, recorded before and dropped if
     /// the store refuses the write.
     pub(super) fn write_recorded(
         &self,
         path: &MemoryPath,
         data: &[u8],
-        mode: WriteMode,
+        options: WriteOptions<'_>,
         mut apply: impl FnMut() -> StoreResult<Version>,
     ) -> StoreResult<Version> {
         self.serialized(path, |index| {
             // A create needs no look first: if something is there, the
             // store refuses it and the version is dropped (leaving nothing
             // in the log); the same for an update of a file that is gone.
-            let op = match mode {
+            let op = match options.mode {
                 WriteMode::Create => Some(ChangeOp::Created),
                 WriteMode::Update(_) => Some(ChangeOp::Modified),
                 WriteMode::Overwrite => match self.inner.stat(path)? {
@@ -331,14 +340,14 @@ impl<S: MemoryStore> HistoryStore<S> {
                 Some(op) => {
                     let file = index.files.get(&key).map_or(0, |k| k.0);
                     let file = if op == ChangeOp::Created { 0 } else { file };
-                    vec![self.revision(op, key, None, file, data)]
+                    vec![self.revision(options.context, op, key, None, file, data)]
                 }
             };
             self.change(index, path, versions, &mut apply)
         })
     }
 
-    /// The inner store's update (`update` or `update_within`, run by
+    /// The inner store's update (`update_opts`, run by
     /// `apply`), with the new content's version appended inside it, after
     /// `change` and before the write (under the store's write lock where
     /// it has one, so versions are in the order of the writes). A retry (a
@@ -346,6 +355,7 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// not written.
     pub(super) fn update_recorded(
         &self,
+        context: Context<'_>,
         path: &MemoryPath,
         change: &mut Change<'_>,
         mut apply: impl FnMut(&mut Change<'_>) -> StoreResult<Updated>,
@@ -363,7 +373,8 @@ impl<S: MemoryStore> HistoryStore<S> {
                 if new == data {
                     return Ok(new); // no version for a change that changes nothing
                 }
-                let mut v = [self.revision(ChangeOp::Modified, key.clone(), None, file, &new)];
+                let mut v =
+                    [self.revision(context, ChangeOp::Modified, key.clone(), None, file, &new)];
                 match self.log.append(&mut v) {
                     Ok(()) => {
                         let [v] = v;

@@ -4,8 +4,9 @@
 use super::store::HistoryStore;
 use crate::path::MemoryPath;
 use crate::store::{
-    Change, DirEntry, FileContent, FileReader, MemoryStore, Metadata, Quota, StoreError,
-    StoreResult, Updated, Version, WriteMode,
+    Change, DeleteIf, DeleteOptions, DirEntry, FileContent, FileReader, Lock, MemoryStore,
+    MemoryStoreExt, Metadata, RenameOptions, StoreError, StoreResult, UpdateOptions, Updated,
+    Version, WriteOptions,
 };
 
 #[deny(clippy::missing_trait_methods)]
@@ -22,52 +23,54 @@ impl<S: MemoryStore> MemoryStore for HistoryStore<S> {
         self.inner.open(path)
     }
 
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        self.write_recorded(path, data, mode, || self.inner.write(path, data, mode))
-    }
-
-    /// As [`write`](Self::write); the inner store checks the cap.
-    fn write_within(
+    /// The wrapped store checks a quota.
+    fn write_opts(
         &self,
         path: &MemoryPath,
         data: &[u8],
-        mode: WriteMode,
-        quota: Quota<'_>,
+        options: WriteOptions<'_>,
     ) -> StoreResult<Version> {
-        self.write_recorded(path, data, mode, || {
-            self.inner.write_within(path, data, mode, quota)
+        self.write_recorded(path, data, options, || {
+            self.inner.write_opts(path, data, options)
         })
     }
 
-    /// As [`update`](Self::update); the inner store checks the cap.
-    fn update_within(
+    /// The wrapped store's update (which checks a quota), with the new
+    /// content's version appended inside it (see `update_recorded`).
+    fn update_opts(
         &self,
         path: &MemoryPath,
-        limit: u64,
-        quota: Quota<'_>,
+        options: UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        self.update_recorded(path, change, |c| {
-            self.inner.update_within(path, limit, quota, c)
+        self.update_recorded(options.context, path, change, |c| {
+            self.inner.update_opts(path, options, c)
         })
     }
 
-    /// A `deleted` version of the file, kept only if the inner store did
-    /// delete it.
-    fn delete_file_if(
-        &self,
-        path: &MemoryPath,
-        still: &mut dyn FnMut(&Metadata) -> bool,
-    ) -> StoreResult<bool> {
-        if path.is_root() {
-            return self.inner.delete_file_if(path, still);
+    /// A `deleted` version of each file that goes, kept only if the
+    /// wrapped store did delete it. An empty directory holds no file: it
+    /// goes with no version.
+    fn delete_opts(&self, path: &MemoryPath, options: DeleteOptions<'_>) -> StoreResult<bool> {
+        let DeleteOptions {
+            mut condition,
+            context,
+        } = options;
+        if path.is_root() || matches!(condition, DeleteIf::EmptyDir) {
+            return self
+                .inner
+                .delete_opts(path, DeleteOptions { condition, context });
         }
         self.serialized(path, |index| {
-            let versions = self.leaving_all(index, path, None)?;
+            let versions = self.leaving_all(context, index, path, None)?;
+            let DeleteIf::FileWhere(still) = &mut condition else {
+                let deleted = || self.inner.delete(path);
+                return self.change(index, path, versions, deleted).map(|()| true);
+            };
             // "Not deleted" goes through `change` as an error, so the
             // version is dropped, then comes back as `false`.
             let outcome = self.change(index, path, versions, || {
-                match self.inner.delete_file_if(path, still) {
+                match self.inner.delete_file_if(path, &mut **still) {
                     Ok(true) => Ok(()),
                     Ok(false) => Err(StoreError::NotFound { path: path.clone() }),
                     Err(e) => Err(e),
@@ -89,17 +92,12 @@ impl<S: MemoryStore> MemoryStore for HistoryStore<S> {
         self.inner.list_tree(dir)
     }
 
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-        if path.is_root() {
-            return self.inner.delete(path);
-        }
-        self.serialized(path, |index| {
-            let versions = self.leaving_all(index, path, None)?;
-            self.change(index, path, versions, || self.inner.delete(path))
-        })
-    }
-
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: RenameOptions<'_>,
+    ) -> StoreResult<()> {
         if from.is_root() || to.is_root() || to.is_strictly_inside(from) {
             return self.inner.rename(from, to);
         }
@@ -112,29 +110,9 @@ impl<S: MemoryStore> MemoryStore for HistoryStore<S> {
                 }
                 Err(e) => return Err(e),
             }
-            let versions = self.leaving_all(index, from, Some(to))?;
+            let versions = self.leaving_all(options.context, index, from, Some(to))?;
             self.change(index, from, versions, || self.inner.rename(from, to))
         })
-    }
-
-    /// The inner store's update, with the new content's version appended
-    /// inside it (see `update_recorded`).
-    fn update(
-        &self,
-        path: &MemoryPath,
-        limit: u64,
-        change: &mut Change<'_>,
-    ) -> StoreResult<Updated> {
-        self.update_recorded(path, change, |c| self.inner.update(path, limit, c))
-    }
-
-    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        self.inner.remove_empty_dir(path)
-    }
-
-    /// The live files only: versions are outside the store's namespace.
-    fn total_size(&self) -> StoreResult<u64> {
-        self.inner.total_size()
     }
 
     /// Runs `f` with no lock of its own: each change through a history
@@ -144,14 +122,9 @@ impl<S: MemoryStore> MemoryStore for HistoryStore<S> {
     fn exclusive(
         &self,
         path: &MemoryPath,
-        f: &mut dyn FnMut() -> StoreResult<()>,
+        f: &mut dyn FnMut(Lock) -> StoreResult<()>,
     ) -> StoreResult<()> {
         let _ = path;
-        f()
-    }
-
-    /// No: [`exclusive`](Self::exclusive) takes no lock here.
-    fn locks_writers(&self) -> bool {
-        false
+        f(Lock::Absent)
     }
 }

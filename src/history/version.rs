@@ -54,7 +54,8 @@ pub struct Revision {
     pub time: SystemTime,
     /// The handler's label ([`HistoryStore::with_label`](crate::history::HistoryStore::with_label)).
     pub actor: Option<String>,
-    /// The per-call actor, such as the `tool_use` id ([`with_call`](crate::history::with_call)).
+    /// The per-call actor, such as the `tool_use` id (the change's
+    /// [`Context::call`](crate::store::Context::call)).
     pub call: Option<String>,
     /// Lowercase hex sha256 of the content.
     pub sha256: String,

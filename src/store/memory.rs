@@ -7,8 +7,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::SystemTime;
 
 use super::{
-    DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Quota, StoreError,
-    StoreResult, Version, WriteMode, check_quota,
+    DeleteIf, DeleteOptions, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata,
+    Quota, RenameOptions, StoreError, StoreResult, Version, WriteMode, WriteOptions,
 };
 use crate::path::MemoryPath;
 
@@ -82,7 +82,7 @@ impl InMemoryStore {
 }
 
 impl InMemoryStore {
-    /// `write`, and with a quota `write_within`, in one step under the
+    /// `write_opts`, with its quota if any, in one step under the
     /// write lock.
     fn write_checked(
         &self,
@@ -109,7 +109,7 @@ impl InMemoryStore {
                 .total_below(quota.scope)
                 .saturating_sub(replaced)
                 .saturating_add(data.len() as u64);
-            check_quota(path, after, quota)?;
+            quota.check(path, after)?;
         }
         let existing = match found {
             Lookup::ParentFile(depth) => return Err(StoreError::parent_not_directory(path, depth)),
@@ -302,19 +302,14 @@ impl MemoryStore for InMemoryStore {
         })
     }
 
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        self.write_checked(path, data, mode, None)
-    }
-
     /// The quota is checked under the same lock as the write.
-    fn write_within(
+    fn write_opts(
         &self,
         path: &MemoryPath,
         data: &[u8],
-        mode: WriteMode,
-        quota: Quota<'_>,
+        options: WriteOptions<'_>,
     ) -> StoreResult<Version> {
-        self.write_checked(path, data, mode, Some(quota))
+        self.write_checked(path, data, options.mode, options.quota)
     }
 
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
@@ -344,22 +339,37 @@ impl MemoryStore for InMemoryStore {
             .collect())
     }
 
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+    /// The condition is checked under the same lock as the delete.
+    fn delete_opts(&self, path: &MemoryPath, options: DeleteOptions<'_>) -> StoreResult<bool> {
         let mut inner = self.write_inner();
-        if path.is_root() {
-            return Err(StoreError::delete_root(path));
-        }
-        if !matches!(inner.root.lookup(path.components()), Lookup::Found(_)) {
-            return Err(StoreError::NotFound { path: path.clone() });
+        let allowed = match (options.condition, inner.root.lookup(path.components())) {
+            (DeleteIf::Exists, _) if path.is_root() => return Err(StoreError::delete_root(path)),
+            (_, _) if path.is_root() => false,
+            (DeleteIf::Exists, Lookup::Found(_)) => true,
+            (DeleteIf::Exists, _) => return Err(StoreError::NotFound { path: path.clone() }),
+            (DeleteIf::EmptyDir, Lookup::Found(Node::Dir(d))) => d.children.is_empty(),
+            (DeleteIf::FileWhere(still), Lookup::Found(node @ Node::File { .. })) => {
+                still(&metadata(node))
+            }
+            _ => false,
+        };
+        if !allowed {
+            return Ok(false);
         }
         let name = path.name().unwrap_or_default();
-        if let Some(parent) = inner.root.parent_mut(path.components()) {
-            parent.children.remove(name);
-        }
-        Ok(())
+        Ok(inner
+            .root
+            .parent_mut(path.components())
+            .and_then(|parent| parent.children.remove(name))
+            .is_some())
     }
 
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        _: RenameOptions<'_>,
+    ) -> StoreResult<()> {
         let mut inner = self.write_inner();
         StoreError::check_rename(from, to)?;
         let below = match inner.root.lookup(from.components()) {
@@ -389,44 +399,6 @@ impl MemoryStore for InMemoryStore {
             .ok_or_else(|| StoreError::parent_not_directory(to, 0))?;
         parent.children.insert(to_name, node);
         Ok(())
-    }
-
-    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        let mut inner = self.write_inner();
-        if path.is_root() {
-            return Ok(false);
-        }
-        match inner.root.lookup(path.components()) {
-            Lookup::Found(Node::Dir(d)) if d.children.is_empty() => {}
-            _ => return Ok(false),
-        }
-        let name = path.name().unwrap_or_default();
-        if let Some(parent) = inner.root.parent_mut(path.components()) {
-            parent.children.remove(name);
-        }
-        Ok(true)
-    }
-
-    fn total_size(&self) -> StoreResult<u64> {
-        Ok(self.read_inner().root.total())
-    }
-
-    fn delete_file_if(
-        &self,
-        path: &MemoryPath,
-        still: &mut dyn FnMut(&Metadata) -> bool,
-    ) -> StoreResult<bool> {
-        let mut inner = self.write_inner();
-        match inner.root.lookup(path.components()) {
-            Lookup::Found(node @ Node::File { .. }) if still(&metadata(node)) => {}
-            _ => return Ok(false),
-        }
-        let name = path.name().unwrap_or_default();
-        Ok(inner
-            .root
-            .parent_mut(path.components())
-            .and_then(|parent| parent.children.remove(name))
-            .is_some())
     }
 }
 

@@ -1,8 +1,9 @@
 //! [`TenantStore`]: one tenant's `/memories` inside a shared base store.
 
 use super::{
-    Change, DirEntry, FileContent, FileReader, MemoryStore, Metadata, Quota, StoreError,
-    StoreResult, Updated, Version, WriteMode,
+    Change, DeleteIf, DeleteOptions, DirEntry, FileContent, FileReader, Lock, MemoryStore,
+    Metadata, Quota, RenameOptions, StoreError, StoreResult, UpdateOptions, Updated, Version,
+    WriteOptions,
 };
 use crate::path::MemoryPath;
 use crate::tenant::TenantId;
@@ -157,12 +158,27 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
         self.base.open(&self.inner(path)).map_err(|e| self.outer(e))
     }
 
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+    /// Forwarded with a quota's scope moved into the tenant's directory,
+    /// so the base counts (atomically, if it can) this tenant's files only.
+    fn write_opts(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        options: WriteOptions<'_>,
+    ) -> StoreResult<Version> {
         if path.is_root() {
-            return Err(StoreError::write_to_root(path, mode));
+            return Err(StoreError::write_to_root(path, options.mode));
         }
+        let scope = options.quota.map(|q| (self.inner(q.scope), q.max_bytes));
+        let options = WriteOptions {
+            quota: scope.as_ref().map(|(scope, max_bytes)| Quota {
+                scope,
+                max_bytes: *max_bytes,
+            }),
+            ..options
+        };
         self.base
-            .write(&self.inner(path), data, mode)
+            .write_opts(&self.inner(path), data, options)
             .map_err(|e| self.outer(e))
     }
 
@@ -184,107 +200,53 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
         }
     }
 
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+    fn delete_opts(&self, path: &MemoryPath, options: DeleteOptions<'_>) -> StoreResult<bool> {
         if path.is_root() {
-            return Err(StoreError::delete_root(path));
+            return match options.condition {
+                DeleteIf::Exists => Err(StoreError::delete_root(path)),
+                _ => Ok(false),
+            };
         }
         self.base
-            .delete(&self.inner(path))
+            .delete_opts(&self.inner(path), options)
             .map_err(|e| self.outer(e))
     }
 
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: RenameOptions<'_>,
+    ) -> StoreResult<()> {
         StoreError::check_rename(from, to)?;
         if to.is_root() {
             return Err(StoreError::AlreadyExists { path: to.clone() });
         }
         self.base
-            .rename(&self.inner(from), &self.inner(to))
+            .rename_opts(&self.inner(from), &self.inner(to), options)
             .map_err(|e| self.outer(e))
     }
 
-    fn update(
+    /// Forwarded like [`write_opts`](Self::write_opts).
+    fn update_opts(
         &self,
         path: &MemoryPath,
-        limit: u64,
+        options: UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
         if path.is_root() {
             return Err(StoreError::IsADirectory { path: path.clone() });
         }
-        self.base
-            .update(&self.inner(path), limit, change)
-            .map_err(|e| self.outer(e))
-    }
-
-    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        if path.is_root() {
-            return Ok(false);
-        }
-        self.base
-            .remove_empty_dir(&self.inner(path))
-            .map_err(|e| self.outer(e))
-    }
-
-    /// This tenant's files only: the base's total would count every
-    /// tenant's, so it is walked here rather than forwarded.
-    fn total_size(&self) -> StoreResult<u64> {
-        super::walk::total_size(self, &MemoryPath::root())
-    }
-
-    /// Forwarded with the quota's scope moved into the tenant's directory,
-    /// so the base counts (atomically, if it can) this tenant's files only.
-    fn write_within(
-        &self,
-        path: &MemoryPath,
-        data: &[u8],
-        mode: WriteMode,
-        quota: Quota<'_>,
-    ) -> StoreResult<Version> {
-        if path.is_root() {
-            return Err(StoreError::write_to_root(path, mode));
-        }
-        let scope = self.inner(quota.scope);
-        let quota = Quota {
-            scope: &scope,
-            max_bytes: quota.max_bytes,
+        let scope = options.quota.map(|q| (self.inner(q.scope), q.max_bytes));
+        let options = UpdateOptions {
+            quota: scope.as_ref().map(|(scope, max_bytes)| Quota {
+                scope,
+                max_bytes: *max_bytes,
+            }),
+            ..options
         };
         self.base
-            .write_within(&self.inner(path), data, mode, quota)
-            .map_err(|e| self.outer(e))
-    }
-
-    /// Forwarded like [`write_within`](Self::write_within).
-    fn update_within(
-        &self,
-        path: &MemoryPath,
-        limit: u64,
-        quota: Quota<'_>,
-        change: &mut Change<'_>,
-    ) -> StoreResult<Updated> {
-        if path.is_root() {
-            return Err(StoreError::IsADirectory { path: path.clone() });
-        }
-        let scope = self.inner(quota.scope);
-        let quota = Quota {
-            scope: &scope,
-            max_bytes: quota.max_bytes,
-        };
-        self.base
-            .update_within(&self.inner(path), limit, quota, change)
-            .map_err(|e| self.outer(e))
-    }
-
-    fn delete_file_if(
-        &self,
-        path: &MemoryPath,
-        still: &mut dyn FnMut(&Metadata) -> bool,
-    ) -> StoreResult<bool> {
-        if path.is_root() {
-            return Ok(false);
-        }
-        self.base
-            .delete_file_if(&self.inner(path), still)
+            .update_opts(&self.inner(path), options, change)
             .map_err(|e| self.outer(e))
     }
 
@@ -292,14 +254,10 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
     fn exclusive(
         &self,
         path: &MemoryPath,
-        f: &mut dyn FnMut() -> StoreResult<()>,
+        f: &mut dyn FnMut(Lock) -> StoreResult<()>,
     ) -> StoreResult<()> {
         self.base
             .exclusive(&self.inner(path), f)
             .map_err(|e| self.outer(e))
-    }
-
-    fn locks_writers(&self) -> bool {
-        self.base.locks_writers()
     }
 }

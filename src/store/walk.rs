@@ -268,7 +268,7 @@ fn walk_inner_noting<S: MemoryStore + ?Sized>(
 }
 
 /// The total bytes of the files below `start`, hidden ones included: the
-/// default [`MemoryStore::total_size`].
+/// store's [`total_size`](crate::store::MemoryStoreExt::total_size).
 pub fn total_size<S: MemoryStore + ?Sized>(store: &S, start: &MemoryPath) -> StoreResult<u64> {
     let mut total = 0u64;
     walk(store, start, Order::AsListed, &mut |step| {

@@ -1,8 +1,8 @@
 //! The checks every write passes before it reaches the store: the content
 //! policy, the file size limit and the optional path-segment and file-count
 //! limits (the managed Memory Stores profile). (The store size limit is checked by the
-//! store, atomically with the write: `MemoryStore::write_within` and
-//! `update_within`.)
+//! store, atomically with the write: `MemoryStore::write_opts` and
+//! `update_opts` with a quota.)
 
 use std::borrow::Cow;
 

@@ -6,10 +6,10 @@ use crate::config::CreatePolicy;
 use crate::path::MemoryPath;
 use crate::render;
 use crate::result::Content;
-use crate::store::{MemoryStore, Quota, StoreError, WriteMode};
+use crate::store::{Context, MemoryStore, Quota, StoreError, WriteMode, WriteOptions};
 
 impl<S: MemoryStore> MemoryTool<S> {
-    pub(super) fn create(&self, raw: &str, file_text: &str) -> Outcome {
+    pub(super) fn create(&self, raw: &str, file_text: &str, context: Context<'_>) -> Outcome {
         let path = parse(raw)?;
         if path.is_root() {
             return Err(render::already_exists("/memories"));
@@ -33,17 +33,17 @@ impl<S: MemoryStore> MemoryTool<S> {
         let data = file_text.as_bytes();
         // With a store limit, the store checks it atomically with the write
         // (after "already exists", before the other checks).
-        let written = match self.config.max_store_size {
-            Some(max_bytes) => {
-                let root = MemoryPath::root();
-                let quota = Quota {
-                    scope: &root,
-                    max_bytes,
-                };
-                self.store.write_within(&path, data, mode, quota)
-            }
-            None => self.store.write(&path, data, mode),
+        let root = MemoryPath::root();
+        let quota = self.config.max_store_size.map(|max_bytes| Quota {
+            scope: &root,
+            max_bytes,
+        });
+        let options = WriteOptions {
+            mode,
+            quota,
+            context,
         };
+        let written = self.store.write_opts(&path, data, options);
         match written {
             Ok(_) => Ok(Content::Text(render::created(raw))),
             Err(StoreError::AlreadyExists { .. } | StoreError::IsADirectory { .. }) => {

@@ -1,21 +1,28 @@
 //! `str_replace` and `insert`: read-modify-write edits that never lose a
-//! concurrent update (the store's [`update`](crate::MemoryStore::update)).
+//! concurrent update (the store's
+//! [`update_opts`](crate::MemoryStore::update_opts)).
 
 use super::{MemoryTool, Outcome, parse};
 use crate::lines;
 use crate::path::MemoryPath;
 use crate::render;
 use crate::result::Content;
-use crate::store::{Abort, MemoryStore, Quota, StoreError, Updated};
+use crate::store::{Abort, Context, MemoryStore, Quota, StoreError, UpdateOptions, Updated};
 
 impl<S: MemoryStore> MemoryTool<S> {
-    pub(super) fn str_replace(&self, raw: &str, old_str: &str, new_str: &str) -> Outcome {
+    pub(super) fn str_replace(
+        &self,
+        raw: &str,
+        old_str: &str,
+        new_str: &str,
+        context: Context<'_>,
+    ) -> Outcome {
         let path = parse(raw)?;
         if old_str.is_empty() {
             return Err(render::empty_old_str());
         }
         let missing = render::edit_missing;
-        let (text, start) = self.edit(&path, missing, |text| {
+        let (text, start) = self.edit(&path, context, missing, |text| {
             let mut found = text.match_indices(old_str);
             let Some((start, _)) = found.next() else {
                 return Err(render::no_match(old_str, raw));
@@ -51,10 +58,16 @@ impl<S: MemoryStore> MemoryTool<S> {
         Ok(Content::Text(out))
     }
 
-    pub(super) fn insert(&self, raw: &str, insert_line: i64, insert_text: &str) -> Outcome {
+    pub(super) fn insert(
+        &self,
+        raw: &str,
+        insert_line: i64,
+        insert_text: &str,
+        context: Context<'_>,
+    ) -> Outcome {
         let path = parse(raw)?;
         let new_lines = insert_text.strip_suffix('\n').unwrap_or(insert_text);
-        self.edit(&path, render::missing, |text| {
+        self.edit(&path, context, render::missing, |text| {
             let n_lines = lines::count(text);
             let at = usize::try_from(insert_line)
                 .ok()
@@ -83,6 +96,7 @@ impl<S: MemoryStore> MemoryTool<S> {
     fn edit<T>(
         &self,
         path: &MemoryPath,
+        context: Context<'_>,
         missing: fn(&str) -> String,
         change: impl Fn(&str) -> Result<(String, T), String>,
     ) -> Result<(String, T), String> {
@@ -114,17 +128,17 @@ impl<S: MemoryStore> MemoryTool<S> {
         };
         // With a store limit, the store checks it after `compute`,
         // atomically with the write.
-        let outcome = match self.config.max_store_size {
-            Some(max_bytes) => {
-                let root = MemoryPath::root();
-                let quota = Quota {
-                    scope: &root,
-                    max_bytes,
-                };
-                self.store.update_within(path, limit, quota, &mut compute)
-            }
-            None => self.store.update(path, limit, &mut compute),
+        let root = MemoryPath::root();
+        let quota = self.config.max_store_size.map(|max_bytes| Quota {
+            scope: &root,
+            max_bytes,
+        });
+        let options = UpdateOptions {
+            limit,
+            quota,
+            context,
         };
+        let outcome = self.store.update_opts(path, options, &mut compute);
         match outcome {
             Ok(Updated::Written(bytes)) => {
                 let text = String::from_utf8(bytes).map_err(|_| render::not_utf8(raw))?;

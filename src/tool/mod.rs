@@ -16,7 +16,7 @@ use crate::path::MemoryPath;
 use crate::policy::ContentPolicy;
 use crate::render;
 use crate::result::{Content, ToolResult};
-use crate::store::MemoryStore;
+use crate::store::{Context, MemoryStore};
 
 mod checks;
 mod create;
@@ -131,14 +131,12 @@ impl<S: MemoryStore> MemoryTool<S> {
             return ToolResult::error(render::invalid_input("expected a JSON object"));
         };
         if object.get("type").and_then(Value::as_str) != Some("tool_use") {
-            return self.dispatch_input(input);
+            return self.dispatch_input(input, None);
         }
         let id = object.get("id").and_then(Value::as_str).map(str::to_owned);
         let mut result = match object.get("input") {
             // The block's id is the per-call actor of any history version.
-            Some(inner @ Value::Object(_)) => {
-                crate::history::with_call(id.as_deref(), || self.dispatch_input(inner))
-            }
+            Some(inner @ Value::Object(_)) => self.dispatch_input(inner, id.as_deref()),
             _ => ToolResult::error(render::invalid_input(
                 "the tool_use block's `input` must be a JSON object",
             )),
@@ -158,6 +156,13 @@ impl<S: MemoryStore> MemoryTool<S> {
 
     /// Runs an already-parsed command.
     pub fn execute(&self, command: &Command) -> ToolResult {
+        self.execute_call(command, None)
+    }
+
+    /// Runs an already-parsed command for the call `call` (a `tool_use`
+    /// block's id), which a history keeps with each version it records.
+    pub fn execute_call(&self, command: &Command, call: Option<&str>) -> ToolResult {
+        let context = Context { call, note: None };
         let started = Instant::now();
         #[cfg(feature = "tracing")]
         let span = trace::span(command);
@@ -165,19 +170,22 @@ impl<S: MemoryStore> MemoryTool<S> {
         let _entered = span.enter();
         let outcome = match command {
             Command::View { path, view_range } => self.view(path, *view_range),
-            Command::Create { path, file_text } => self.create(path, file_text),
+            Command::Create { path, file_text } => self.create(path, file_text, context),
             Command::StrReplace {
                 path,
                 old_str,
                 new_str,
-            } => self.str_replace(path, old_str, new_str.as_deref().unwrap_or("")),
+            } => {
+                let new_str = new_str.as_deref().unwrap_or("");
+                self.str_replace(path, old_str, new_str, context)
+            }
             Command::Insert {
                 path,
                 insert_line,
                 insert_text,
-            } => self.insert(path, *insert_line, insert_text),
-            Command::Delete { path } => self.delete(path),
-            Command::Rename { old_path, new_path } => self.rename(old_path, new_path),
+            } => self.insert(path, *insert_line, insert_text, context),
+            Command::Delete { path } => self.delete(path, context),
+            Command::Rename { old_path, new_path } => self.rename(old_path, new_path, context),
         };
         let result = match outcome {
             Ok(content) => ToolResult::ok(content),
@@ -213,12 +221,12 @@ impl<S: MemoryStore> MemoryTool<S> {
         result
     }
 
-    fn dispatch_input(&self, input: &Value) -> ToolResult {
+    pub(crate) fn dispatch_input(&self, input: &Value, call: Option<&str>) -> ToolResult {
         let Some(object) = input.as_object() else {
             return ToolResult::error(render::invalid_input("expected a JSON object"));
         };
         match Command::from_input(object) {
-            Ok(command) => self.execute(&command),
+            Ok(command) => self.execute_call(&command, call),
             Err(text) => {
                 let result = ToolResult::error(text);
                 if let Some(sink) = &self.audit {

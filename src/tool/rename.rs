@@ -5,10 +5,12 @@ use super::{MemoryTool, Outcome, parse};
 use crate::path::MemoryPath;
 use crate::render;
 use crate::result::Content;
-use crate::store::{EntryKind, Flow, MemoryStore, Order, Step, StoreError, walk};
+use crate::store::{
+    Context, EntryKind, Flow, MemoryStore, Order, RenameOptions, Step, StoreError, walk,
+};
 
 impl<S: MemoryStore> MemoryTool<S> {
-    pub(super) fn rename(&self, old_raw: &str, new_raw: &str) -> Outcome {
+    pub(super) fn rename(&self, old_raw: &str, new_raw: &str, context: Context<'_>) -> Outcome {
         let from = parse(old_raw)?;
         let to = parse(new_raw)?;
         if from.is_root() {
@@ -43,7 +45,10 @@ impl<S: MemoryStore> MemoryTool<S> {
                 render::rename_too_many_segments(old_raw, new_raw, n, limit)
             })?;
         }
-        match self.store.rename(&from, &to) {
+        match self
+            .store
+            .rename_opts(&from, &to, RenameOptions { context })
+        {
             Ok(()) => Ok(Content::Text(render::renamed(old_raw, new_raw))),
             Err(StoreError::NotFound { .. }) => Err(render::missing(old_raw)),
             Err(StoreError::AlreadyExists { .. }) => Err(render::destination_exists(new_raw)),

@@ -70,8 +70,7 @@ impl<S: MemoryStore> MemoryTool<S> {
     /// Runs a typed `tool_use` block (its id is the call's actor in a
     /// history, as with [`dispatch`](Self::dispatch) of the JSON block).
     pub fn run_block(&self, block: &ToolUseBlock) -> ToolResultBlock {
-        let id = Some(block.id.as_str());
-        let mut result = crate::history::with_call(id, || self.dispatch(&block.input));
+        let mut result = self.dispatch_input(&block.input, Some(&block.id));
         result.tool_use_id = Some(block.id.clone());
         result.to_block()
     }

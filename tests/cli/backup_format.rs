@@ -10,7 +10,8 @@ use claude_memory::backup::{
 };
 use claude_memory::path::MemoryPath;
 use claude_memory::store::{
-    DirEntry, EntryKind, FileContent, Metadata, StoreResult, Version, WriteMode,
+    DirEntry, EntryKind, FileContent, MemoryStoreExt as _, Metadata, StoreResult, Version,
+    WriteMode,
 };
 use claude_memory::{Config, FilesystemStore, InMemoryStore, MemoryStore, StoreError};
 use serde_json::json;
@@ -323,7 +324,15 @@ impl MemoryStore for FailingStore {
     fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
         self.inner.read(path, limit)
     }
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+        self.inner.list(dir)
+    }
+    fn write_opts(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        options: claude_memory::store::WriteOptions<'_>,
+    ) -> StoreResult<Version> {
         if self.writes.fetch_add(1, Ordering::SeqCst) + 1 == self.fail_at {
             return Err(StoreError::io(
                 claude_memory::store::Op::Write,
@@ -331,16 +340,22 @@ impl MemoryStore for FailingStore {
                 std::io::Error::other("disk full"),
             ));
         }
-        self.inner.write(path, data, mode)
+        self.inner.write_opts(path, data, options)
     }
-    fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
-        self.inner.list(dir)
+    fn delete_opts(
+        &self,
+        path: &MemoryPath,
+        options: claude_memory::store::DeleteOptions<'_>,
+    ) -> StoreResult<bool> {
+        self.inner.delete_opts(path, options)
     }
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-        self.inner.delete(path)
-    }
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        self.inner.rename(from, to)
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
+        self.inner.rename_opts(from, to, options)
     }
 }
 
@@ -396,21 +411,35 @@ fn a_file_changed_between_the_check_and_the_write_is_not_overwritten() {
         fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
             self.inner.read(path, limit)
         }
-        fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+        fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+            self.inner.list(dir)
+        }
+        fn write_opts(
+            &self,
+            path: &MemoryPath,
+            data: &[u8],
+            options: claude_memory::store::WriteOptions<'_>,
+        ) -> StoreResult<Version> {
             if self.raced.fetch_add(1, Ordering::SeqCst) == 1 {
                 self.inner
                     .write(&p("/memories/z.md"), b"someone else", WriteMode::Overwrite)?;
             }
-            self.inner.write(path, data, mode)
+            self.inner.write_opts(path, data, options)
         }
-        fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
-            self.inner.list(dir)
+        fn delete_opts(
+            &self,
+            path: &MemoryPath,
+            options: claude_memory::store::DeleteOptions<'_>,
+        ) -> StoreResult<bool> {
+            self.inner.delete_opts(path, options)
         }
-        fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-            self.inner.delete(path)
-        }
-        fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-            self.inner.rename(from, to)
+        fn rename_opts(
+            &self,
+            from: &MemoryPath,
+            to: &MemoryPath,
+            options: claude_memory::store::RenameOptions<'_>,
+        ) -> StoreResult<()> {
+            self.inner.rename_opts(from, to, options)
         }
     }
     let store = Racing {
@@ -584,9 +613,6 @@ impl MemoryStore for TimedStore {
     fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
         self.inner.read(path, limit)
     }
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        self.inner.write(path, data, mode)
-    }
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         let mut entries = self.inner.list(dir)?;
         for e in &mut entries {
@@ -594,11 +620,28 @@ impl MemoryStore for TimedStore {
         }
         Ok(entries)
     }
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-        self.inner.delete(path)
+    fn write_opts(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        options: claude_memory::store::WriteOptions<'_>,
+    ) -> StoreResult<Version> {
+        self.inner.write_opts(path, data, options)
     }
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        self.inner.rename(from, to)
+    fn delete_opts(
+        &self,
+        path: &MemoryPath,
+        options: claude_memory::store::DeleteOptions<'_>,
+    ) -> StoreResult<bool> {
+        self.inner.delete_opts(path, options)
+    }
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
+        self.inner.rename_opts(from, to, options)
     }
 }
 

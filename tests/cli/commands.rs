@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime};
 
+use claude_memory::store::MemoryStoreExt as _;
 use proptest::prelude::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_claude-memory-cli");
@@ -570,7 +571,7 @@ fn postgres_stores() {
     {
         let store = claude_memory::PostgresStore::connect(&url, 1).expect("connect");
         let own = claude_memory::MemoryPath::parse(&own).expect("path");
-        claude_memory::MemoryStore::delete(&store, &own).expect("clean up");
+        claude_memory::store::MemoryStoreExt::delete(&store, &own).expect("clean up");
     }
     assert_exit(&o, 0);
     assert_eq!(stdout(&o), "imported 1 file and 1 empty directory\n");

@@ -177,7 +177,7 @@ fn tenant_reaches_rows_written_through_for_tenant() {
     let db = dir.path().join("m.db");
     let store = claude_memory::SqliteStore::open(&db).expect("open");
     let alice = store.for_tenant(&claude_memory::TenantId::parse("alice").expect("id"));
-    claude_memory::MemoryStore::write(
+    claude_memory::store::MemoryStoreExt::write(
         &alice,
         &claude_memory::MemoryPath::parse("/memories/prefs.md").expect("path"),
         b"tea\n",

@@ -6,8 +6,8 @@
 #![cfg(unix)]
 
 use claude_memory::backup::{Backup, ExportError, ExportOptions, ExportProblem, ImportOptions};
-use claude_memory::store::WriteMode;
-use claude_memory::{Config, InMemoryStore, MemoryPath, MemoryStore};
+use claude_memory::store::{MemoryStoreExt as _, WriteMode};
+use claude_memory::{Config, InMemoryStore, MemoryPath};
 
 fn p(text: &str) -> MemoryPath {
     MemoryPath::parse(text).expect("path")

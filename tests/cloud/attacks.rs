@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use claude_memory::object_store::path::Path;
 use claude_memory::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use claude_memory::store::WriteMode;
+use claude_memory::store::{MemoryStoreExt as _, WriteMode};
 use claude_memory::{CloudStore, Config, MemoryPath, MemoryStore, MemoryTool, StoreError};
 use serde_json::json;
 

@@ -34,8 +34,9 @@ mod history {
     use std::sync::Arc;
     claude_memory::history_conformance_tests!(|run| {
         let store = super::fresh();
-        let log =
-            || -> Arc<dyn HistoryLog> { Arc::new(claude_memory::CloudLog::for_store(&store)) };
+        let log = || -> Arc<dyn HistoryLog> {
+            Arc::new(claude_memory::history::CloudLog::for_store(&store))
+        };
         run(&store, &log);
     });
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use claude_memory::object_store::path::Path;
 use claude_memory::object_store::{ObjectStoreExt, PutPayload};
-use claude_memory::store::WriteMode;
+use claude_memory::store::{MemoryStoreExt as _, WriteMode};
 use claude_memory::{CloudStore, MemoryPath, MemoryStore, MemoryTool};
 use serde_json::json;
 

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use claude_memory::object_store::ObjectStore;
+use claude_memory::store::MemoryStoreExt as _;
 use claude_memory::{CloudStore, MemoryPath, MemoryStore, MemoryTool, TenantId, TenantStore};
 use serde_json::json;
 
@@ -265,7 +266,7 @@ macro_rules! history_on {
             claude_memory::history_conformance_tests!(|run| {
                 if let Some(store) = crate::fresh($backend) {
                     let log = || -> Arc<dyn HistoryLog> {
-                        Arc::new(claude_memory::CloudLog::for_store(&store))
+                        Arc::new(claude_memory::history::CloudLog::for_store(&store))
                     };
                     run(&store, &log);
                 }

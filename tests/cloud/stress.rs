@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use claude_memory::store::MemoryStoreExt as _;
 use claude_memory::{CloudStore, Config, MemoryPath, MemoryStore, MemoryTool};
 use serde_json::json;
 

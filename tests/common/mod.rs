@@ -90,3 +90,12 @@ pub fn example_binary(name: &str) -> PathBuf {
     );
     bin
 }
+
+/// Lowercase hex sha256 of `data`: what a history version's `sha256` holds.
+pub fn sha256_hex(data: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

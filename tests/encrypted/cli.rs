@@ -7,8 +7,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use claude_memory::store::WriteMode;
 use claude_memory::store::crypt::{CryptError, EncryptedStore, Key, Keyring, Passphrase};
+use claude_memory::store::{MemoryStoreExt as _, WriteMode};
 use claude_memory::{FilesystemStore, MemoryPath, MemoryStore, MemoryTool, TenantId, TenantStore};
 use serde_json::json;
 

@@ -6,8 +6,9 @@
 
 use std::sync::Arc;
 
+use claude_memory::history::SealedLog;
 use claude_memory::history::{FileLog, HistoryLog, MemoryLog};
-use claude_memory::store::crypt::{EncryptedStore, Key, Keyring, SealedLog};
+use claude_memory::store::crypt::{EncryptedStore, Key, Keyring};
 use claude_memory::{FilesystemStore, InMemoryStore};
 
 fn ring() -> Keyring {
@@ -101,7 +102,7 @@ mod history_over_filesystem {
         let store = EncryptedStore::open(FilesystemStore::open(dir.path()).expect("open"), ring())
             .expect("open");
         let path = dir.path().to_owned();
-        let sealer = claude_memory::store::crypt::LogSealer::new(&store);
+        let sealer = claude_memory::history::LogSealer::new(&store);
         run(&store, &move || {
             Arc::new(sealer.wrap(FileLog::for_store(&path).expect("log"))) as Arc<dyn HistoryLog>
         });
@@ -178,7 +179,7 @@ mod over_cloud {
                 use super::*;
                 claude_memory::history_conformance_tests!(|run| {
                     if let Some(base) = crate::cloud_support::fresh($backend) {
-                        let inner = claude_memory::CloudLog::for_store(&base);
+                        let inner = claude_memory::history::CloudLog::for_store(&base);
                         let store = EncryptedStore::open(base, ring()).expect("open");
                         let log: Arc<dyn HistoryLog> = Arc::new(SealedLog::new(inner, &store));
                         run(&store, &|| Arc::clone(&log));

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use claude_memory::store::crypt::{CryptError, EncryptedStore, Key, Keyring};
 use claude_memory::store::{
-    Change, DirEntry, EntryKind, FileContent, FileReader, Metadata, Op, Quota, StoreError,
-    StoreResult, Updated, Version, WriteMode,
+    Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStoreExt as _, Metadata, Op,
+    StoreError, StoreResult, Updated, Version,
 };
 use claude_memory::{FilesystemStore, MemoryPath, MemoryStore, MemoryTool, TenantId, TenantStore};
 use serde_json::json;
@@ -84,16 +84,36 @@ impl<S: MemoryStore> MemoryStore for BadDelete<S> {
     fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
         self.inner.open(path)
     }
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        self.inner.write(path, data, mode)
-    }
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         self.inner.list(dir)
     }
     fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<claude_memory::store::Tree>> {
         self.inner.list_tree(dir)
     }
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+    fn write_opts(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        options: claude_memory::store::WriteOptions<'_>,
+    ) -> StoreResult<Version> {
+        self.inner.write_opts(path, data, options)
+    }
+    fn update_opts(
+        &self,
+        path: &MemoryPath,
+        options: claude_memory::store::UpdateOptions<'_>,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        self.inner.update_opts(path, options, change)
+    }
+    fn delete_opts(
+        &self,
+        path: &MemoryPath,
+        options: claude_memory::store::DeleteOptions<'_>,
+    ) -> StoreResult<bool> {
+        let claude_memory::store::DeleteIf::Exists = options.condition else {
+            return self.inner.delete_opts(path, options);
+        };
         // The wrapper's own files (journals) are left alone.
         let own = path
             .name()
@@ -116,60 +136,23 @@ impl<S: MemoryStore> MemoryStore for BadDelete<S> {
                 }
                 Err(Self::eio(path))
             }
-            _ => self.inner.delete(path),
+            _ => self.inner.delete(path).map(|()| true),
         }
     }
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        self.inner.rename(from, to)
-    }
-    fn update(
+    fn rename_opts(
         &self,
-        path: &MemoryPath,
-        limit: u64,
-        change: &mut Change<'_>,
-    ) -> StoreResult<Updated> {
-        self.inner.update(path, limit, change)
-    }
-    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        self.inner.remove_empty_dir(path)
-    }
-    fn total_size(&self) -> StoreResult<u64> {
-        self.inner.total_size()
-    }
-    fn write_within(
-        &self,
-        path: &MemoryPath,
-        data: &[u8],
-        mode: WriteMode,
-        quota: Quota<'_>,
-    ) -> StoreResult<Version> {
-        self.inner.write_within(path, data, mode, quota)
-    }
-    fn update_within(
-        &self,
-        path: &MemoryPath,
-        limit: u64,
-        quota: Quota<'_>,
-        change: &mut Change<'_>,
-    ) -> StoreResult<Updated> {
-        self.inner.update_within(path, limit, quota, change)
-    }
-    fn delete_file_if(
-        &self,
-        path: &MemoryPath,
-        still: &mut dyn FnMut(&Metadata) -> bool,
-    ) -> StoreResult<bool> {
-        self.inner.delete_file_if(path, still)
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
+        self.inner.rename_opts(from, to, options)
     }
     fn exclusive(
         &self,
         path: &MemoryPath,
-        f: &mut dyn FnMut() -> StoreResult<()>,
+        f: &mut dyn FnMut(claude_memory::store::Lock) -> StoreResult<()>,
     ) -> StoreResult<()> {
         self.inner.exclusive(path, f)
-    }
-    fn locks_writers(&self) -> bool {
-        self.inner.locks_writers()
     }
 }
 

@@ -12,17 +12,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use claude_memory::history::{
-    ChangeOp, FileLog, HistoryLog, HistoryStore, Query, RepairReport, sha256_hex,
-};
-use claude_memory::store::crypt::{EncryptedStore, Key, Keyring, LogSealer};
+use claude_memory::history::LogSealer;
+use claude_memory::history::{ChangeOp, FileLog, HistoryLog, HistoryStore, Query, RepairReport};
+use claude_memory::store::crypt::{EncryptedStore, Key, Keyring};
 use claude_memory::store::walk::{Flow, Order, Step, walk};
 use claude_memory::store::{
-    Change, DirEntry, FileContent, FileReader, Metadata, Quota, StoreResult, Updated, Version,
-    WriteMode,
+    Change, DirEntry, FileContent, FileReader, MemoryStoreExt as _, Metadata, StoreResult, Updated,
+    Version, WriteMode,
 };
 use claude_memory::{FilesystemStore, MemoryPath, MemoryStore, MemoryTool};
 use serde_json::json;
+
+#[path = "../common/mod.rs"]
+mod common;
+use common::sha256_hex;
 
 const CHILD: &str = "CLAUDE_MEMORY_R4_CHILD";
 
@@ -299,73 +302,51 @@ impl MemoryStore for Hooked {
     fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
         self.inner.open(path)
     }
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        let out = self.inner.write(path, data, mode)?;
-        self.after_write(path);
-        Ok(out)
-    }
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         self.inner.list(dir)
     }
     fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<claude_memory::store::Tree>> {
         self.inner.list_tree(dir)
     }
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-        self.inner.delete(path)
-    }
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        self.inner.rename(from, to)
-    }
-    fn update(
-        &self,
-        path: &MemoryPath,
-        limit: u64,
-        change: &mut Change<'_>,
-    ) -> StoreResult<Updated> {
-        self.inner.update(path, limit, change)
-    }
-    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        self.inner.remove_empty_dir(path)
-    }
-    fn total_size(&self) -> StoreResult<u64> {
-        self.inner.total_size()
-    }
-    fn write_within(
+    fn write_opts(
         &self,
         path: &MemoryPath,
         data: &[u8],
-        mode: WriteMode,
-        quota: Quota<'_>,
+        options: claude_memory::store::WriteOptions<'_>,
     ) -> StoreResult<Version> {
-        let out = self.inner.write_within(path, data, mode, quota)?;
+        let out = self.inner.write_opts(path, data, options)?;
         self.after_write(path);
         Ok(out)
     }
-    fn update_within(
+    fn update_opts(
         &self,
         path: &MemoryPath,
-        limit: u64,
-        quota: Quota<'_>,
+        options: claude_memory::store::UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        self.inner.update_within(path, limit, quota, change)
+        self.inner.update_opts(path, options, change)
     }
-    fn delete_file_if(
+    fn delete_opts(
         &self,
         path: &MemoryPath,
-        still: &mut dyn FnMut(&Metadata) -> bool,
+        options: claude_memory::store::DeleteOptions<'_>,
     ) -> StoreResult<bool> {
-        self.inner.delete_file_if(path, still)
+        self.inner.delete_opts(path, options)
+    }
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
+        self.inner.rename_opts(from, to, options)
     }
     fn exclusive(
         &self,
         path: &MemoryPath,
-        f: &mut dyn FnMut() -> StoreResult<()>,
+        f: &mut dyn FnMut(claude_memory::store::Lock) -> StoreResult<()>,
     ) -> StoreResult<()> {
         self.inner.exclusive(path, f)
-    }
-    fn locks_writers(&self) -> bool {
-        self.inner.locks_writers()
     }
 }
 

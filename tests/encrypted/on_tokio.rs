@@ -7,8 +7,9 @@
 
 use std::sync::Arc;
 
+use claude_memory::history::SealedLog;
 use claude_memory::history::{HistoryLog, HistoryStore, MemoryLog};
-use claude_memory::store::crypt::{EncryptedStore, Key, Keyring, Passphrase, SealedLog};
+use claude_memory::store::crypt::{EncryptedStore, Key, Keyring, Passphrase};
 use claude_memory::{AsyncMemoryTool, FilesystemStore, InMemoryStore, MemoryStore, MemoryTool};
 use serde_json::json;
 

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use claude_memory::store::crypt::{CryptError, EncryptedStore, Key, Keyring, MAX_NAME_BYTES};
 use claude_memory::store::{
-    Change, DirEntry, FileContent, FileReader, Metadata, Op, Quota, StoreError, StoreResult,
-    Updated, Version, WriteMode,
+    Change, DirEntry, FileContent, FileReader, Metadata, Op, StoreError, StoreResult, Updated,
+    Version,
 };
 use claude_memory::{Config, FilesystemStore, MemoryPath, MemoryStore, MemoryTool};
 use serde_json::json;
@@ -316,77 +316,53 @@ impl<S: MemoryStore> MemoryStore for Failing<S> {
     fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
         self.inner.open(path)
     }
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        self.full(path)?;
-        self.inner.write(path, data, mode)
-    }
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         self.inner.list(dir)
     }
     fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<claude_memory::store::Tree>> {
         self.inner.list_tree(dir)
     }
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-        self.deleting(path)?;
-        self.inner.delete(path)
-    }
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        self.full(to)?;
-        self.inner.rename(from, to)
-    }
-    fn update(
-        &self,
-        path: &MemoryPath,
-        limit: u64,
-        change: &mut Change<'_>,
-    ) -> StoreResult<Updated> {
-        self.full(path)?;
-        self.inner.update(path, limit, change)
-    }
-    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        self.deleting(path)?;
-        self.inner.remove_empty_dir(path)
-    }
-    fn total_size(&self) -> StoreResult<u64> {
-        self.inner.total_size()
-    }
-    fn write_within(
+    fn write_opts(
         &self,
         path: &MemoryPath,
         data: &[u8],
-        mode: WriteMode,
-        quota: Quota<'_>,
+        options: claude_memory::store::WriteOptions<'_>,
     ) -> StoreResult<Version> {
         self.full(path)?;
-        self.inner.write_within(path, data, mode, quota)
+        self.inner.write_opts(path, data, options)
     }
-    fn update_within(
+    fn update_opts(
         &self,
         path: &MemoryPath,
-        limit: u64,
-        quota: Quota<'_>,
+        options: claude_memory::store::UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
         self.full(path)?;
-        self.inner.update_within(path, limit, quota, change)
+        self.inner.update_opts(path, options, change)
     }
-    fn delete_file_if(
+    fn delete_opts(
         &self,
         path: &MemoryPath,
-        still: &mut dyn FnMut(&Metadata) -> bool,
+        options: claude_memory::store::DeleteOptions<'_>,
     ) -> StoreResult<bool> {
         self.deleting(path)?;
-        self.inner.delete_file_if(path, still)
+        self.inner.delete_opts(path, options)
+    }
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
+        self.full(to)?;
+        self.inner.rename_opts(from, to, options)
     }
     fn exclusive(
         &self,
         path: &MemoryPath,
-        f: &mut dyn FnMut() -> StoreResult<()>,
+        f: &mut dyn FnMut(claude_memory::store::Lock) -> StoreResult<()>,
     ) -> StoreResult<()> {
         self.inner.exclusive(path, f)
-    }
-    fn locks_writers(&self) -> bool {
-        self.inner.locks_writers()
     }
 }
 

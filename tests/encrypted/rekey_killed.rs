@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use claude_memory::store::MemoryStoreExt as _;
 use claude_memory::store::crypt::{CryptError, EncryptedStore, Key, Keyring};
 use claude_memory::{FilesystemStore, MemoryPath, MemoryStore};
 

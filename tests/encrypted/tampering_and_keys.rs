@@ -9,10 +9,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Mutex;
 
-use claude_memory::store::crypt::{CryptError, EncryptedStore, Key, Keyring, SealedLog};
+use claude_memory::history::SealedLog;
+use claude_memory::store::crypt::{CryptError, EncryptedStore, Key, Keyring};
 use claude_memory::store::{
-    Change, DirEntry, FileContent, FileReader, Metadata, Quota, StoreResult, Updated, Version,
-    WriteMode,
+    Change, DirEntry, FileContent, FileReader, MemoryStoreExt as _, Metadata, StoreResult, Updated,
+    Version, WriteMode,
 };
 use claude_memory::{FilesystemStore, MemoryPath, MemoryStore, MemoryTool};
 use serde_json::json;
@@ -55,82 +56,56 @@ impl<S: MemoryStore> MemoryStore for Recorder<S> {
     fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
         self.inner.open(path)
     }
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        self.note_path(path);
-        self.note_data(data);
-        self.inner.write(path, data, mode)
-    }
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         self.inner.list(dir)
     }
     fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<claude_memory::store::Tree>> {
         self.inner.list_tree(dir)
     }
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-        self.inner.delete(path)
-    }
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        self.note_path(to);
-        self.inner.rename(from, to)
-    }
-    fn update(
-        &self,
-        path: &MemoryPath,
-        limit: u64,
-        change: &mut Change<'_>,
-    ) -> StoreResult<Updated> {
-        let out = self.inner.update(path, limit, change)?;
-        if let Updated::Written(data) = &out {
-            self.note_data(data);
-        }
-        Ok(out)
-    }
-    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        self.inner.remove_empty_dir(path)
-    }
-    fn total_size(&self) -> StoreResult<u64> {
-        self.inner.total_size()
-    }
-    fn write_within(
+    fn write_opts(
         &self,
         path: &MemoryPath,
         data: &[u8],
-        mode: WriteMode,
-        quota: Quota<'_>,
+        options: claude_memory::store::WriteOptions<'_>,
     ) -> StoreResult<Version> {
         self.note_path(path);
         self.note_data(data);
-        self.inner.write_within(path, data, mode, quota)
+        self.inner.write_opts(path, data, options)
     }
-    fn update_within(
+    fn update_opts(
         &self,
         path: &MemoryPath,
-        limit: u64,
-        quota: Quota<'_>,
+        options: claude_memory::store::UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        let out = self.inner.update_within(path, limit, quota, change)?;
+        let out = self.inner.update_opts(path, options, change)?;
         if let Updated::Written(data) = &out {
             self.note_data(data);
         }
         Ok(out)
     }
-    fn delete_file_if(
+    fn delete_opts(
         &self,
         path: &MemoryPath,
-        still: &mut dyn FnMut(&Metadata) -> bool,
+        options: claude_memory::store::DeleteOptions<'_>,
     ) -> StoreResult<bool> {
-        self.inner.delete_file_if(path, still)
+        self.inner.delete_opts(path, options)
+    }
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
+        self.note_path(to);
+        self.inner.rename_opts(from, to, options)
     }
     fn exclusive(
         &self,
         path: &MemoryPath,
-        f: &mut dyn FnMut() -> StoreResult<()>,
+        f: &mut dyn FnMut(claude_memory::store::Lock) -> StoreResult<()>,
     ) -> StoreResult<()> {
         self.inner.exclusive(path, f)
-    }
-    fn locks_writers(&self) -> bool {
-        self.inner.locks_writers()
     }
 }
 
@@ -230,7 +205,7 @@ fn after_the_suite_no_object_holds_plaintext_in_the_bucket() {
             // opened on a store's runtime die with that store.
             let client = cloud_support::bucket(backend).expect("bucket");
             let base = claude_memory::CloudStore::open(client, &prefix).expect("cloud store");
-            let log = claude_memory::CloudLog::for_store(&base);
+            let log = claude_memory::history::CloudLog::for_store(&base);
             let store = EncryptedStore::open(base, ring()).expect("open");
             let log = SealedLog::new(log, &store);
             let history = claude_memory::history::HistoryStore::open(store, log).expect("history");

@@ -16,7 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use claude_memory::store::{
-    DirEntry, FileContent, MemoryStore, Metadata, Op, StoreError, StoreResult, Version, WriteMode,
+    DirEntry, FileContent, MemoryStore, MemoryStoreExt as _, Metadata, Op, StoreError, StoreResult,
+    Version, WriteMode,
 };
 use claude_memory::{
     Config, FilesystemStore, InMemoryStore, MemoryPath, MemoryTool, TenantId, TenantStore,
@@ -591,9 +592,6 @@ impl<S: MemoryStore> MemoryStore for Hooked<S> {
     fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
         self.inner.read(path, limit)
     }
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        self.inner.write(path, data, mode)
-    }
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         if self.unlistable.as_ref() == Some(dir) {
             let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
@@ -601,28 +599,36 @@ impl<S: MemoryStore> MemoryStore for Hooked<S> {
         }
         self.inner.list(dir)
     }
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-        self.inner.delete(path)
-    }
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        self.inner.remove_empty_dir(path)
-    }
-    /// Between expiry's decision (made on the walk's listing) and its
-    /// delete, another agent rewrites the file.
-    fn delete_file_if(
+    fn write_opts(
         &self,
         path: &MemoryPath,
-        still: &mut dyn FnMut(&Metadata) -> bool,
+        data: &[u8],
+        options: claude_memory::store::WriteOptions<'_>,
+    ) -> StoreResult<Version> {
+        self.inner.write_opts(path, data, options)
+    }
+    fn delete_opts(
+        &self,
+        path: &MemoryPath,
+        options: claude_memory::store::DeleteOptions<'_>,
     ) -> StoreResult<bool> {
-        if let Some((target, data)) = &self.rewrite_before_delete
+        // Between expiry's decision (made on the walk's listing) and its
+        // delete, another agent rewrites the file.
+        if let (Some((target, data)), claude_memory::store::DeleteIf::FileWhere(_)) =
+            (&self.rewrite_before_delete, &options.condition)
             && target == path
         {
             self.inner.write(path, data, WriteMode::Overwrite)?;
         }
-        self.inner.delete_file_if(path, still)
+        self.inner.delete_opts(path, options)
+    }
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
+        self.inner.rename_opts(from, to, options)
     }
 }
 

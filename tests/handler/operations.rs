@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use claude_memory::audit::{AuditEvent, AuditSink};
 use claude_memory::policy::{Decision, SecretDetector};
+use claude_memory::store::MemoryStoreExt as _;
 use claude_memory::tenant::TenantError;
 use claude_memory::{
     FilesystemStore, InMemoryStore, MemoryPath, MemoryStore, MemoryTool, TenantId, TenantStore,

@@ -6,8 +6,8 @@
 
 use claude_memory::path::MemoryPath;
 use claude_memory::store::{
-    DirEntry, EntryKind, FileContent, Flow, Metadata, Order, Step, StoreResult, Version, WriteMode,
-    walk,
+    DirEntry, EntryKind, FileContent, Flow, MemoryStoreExt as _, Metadata, Order, Step,
+    StoreResult, Version, WriteMode, walk,
 };
 use claude_memory::{InMemoryStore, MemoryStore, MemoryTool, StoreError};
 use serde_json::json;
@@ -26,16 +26,30 @@ impl MemoryStore for NaiveStore {
     fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
         self.inner.read(path, limit)
     }
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        self.inner.write(path, data, mode)
-    }
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         self.inner.list(dir)
     }
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-        self.inner.delete(path)
+    fn write_opts(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        options: claude_memory::store::WriteOptions<'_>,
+    ) -> StoreResult<Version> {
+        self.inner.write_opts(path, data, options)
     }
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+    fn delete_opts(
+        &self,
+        path: &MemoryPath,
+        options: claude_memory::store::DeleteOptions<'_>,
+    ) -> StoreResult<bool> {
+        self.inner.delete_opts(path, options)
+    }
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        _: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
         let Some(meta) = self.inner.stat(from)? else {
             return Err(StoreError::NotFound { path: from.clone() });
         };

@@ -1,7 +1,7 @@
 //! Response helpers, typed blocks and the async handler.
 
-use claude_memory::MemoryStore;
 use claude_memory::api::{self, ContentBlock, ToolResultContent};
+use claude_memory::store::MemoryStoreExt as _;
 use claude_memory::{
     InMemoryStore, MemoryTool, ToolResultBlock, ToolUseBlock, tool_definition,
     tool_definition_with_cache_control,

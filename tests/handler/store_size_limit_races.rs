@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::process::Command;
 
-use claude_memory::store::MemoryStore;
+use claude_memory::store::{MemoryStore, MemoryStoreExt as _};
 use claude_memory::{
     Config, FilesystemStore, InMemoryStore, MemoryPath, MemoryTool, TenantId, TenantStore,
 };

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use claude_memory::history::{FileLog, HistoryLog, MemoryLog};
+use claude_memory::store::MemoryStoreExt as _;
 
 /// Every module's generated tests are exactly `HISTORY_CASES`.
 #[test]
@@ -103,7 +104,7 @@ mod sqlite_tenant {
     use super::*;
     use claude_memory::history::SqliteLog;
     use claude_memory::store::WriteMode;
-    use claude_memory::{MemoryPath, MemoryStore, SqliteStore, TenantId};
+    use claude_memory::{MemoryPath, SqliteStore, TenantId};
     claude_memory::history_conformance_tests!(|run| {
         let dir = tempfile::tempdir().expect("temporary directory");
         let db = dir.path().join("memory.db");
@@ -253,7 +254,7 @@ fn a_restore_before_the_baseline_keeps_the_files_it_cannot_date() {
 fn redacting_a_version_erases_the_same_content_in_every_version() {
     use claude_memory::history::{HistoryStore, Query};
     use claude_memory::store::WriteMode;
-    use claude_memory::{InMemoryStore, MemoryPath, MemoryStore};
+    use claude_memory::{InMemoryStore, MemoryPath};
 
     let history = HistoryStore::open(InMemoryStore::new(), MemoryLog::new()).expect("history");
     let p = MemoryPath::parse("/memories/leak.md").expect("path");

@@ -20,14 +20,17 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use claude_memory::history::{ChangeOp, FileLog, HistoryLog, HistoryStore, Query, sha256_hex};
+use claude_memory::history::{ChangeOp, FileLog, HistoryLog, HistoryStore, Query};
 use claude_memory::store::walk::{Flow, Order, Step, walk};
 use claude_memory::store::{
-    Change, DirEntry, FileContent, FileReader, Metadata, Quota, StoreResult, Updated, Version,
-    WriteMode,
+    Change, DirEntry, FileContent, FileReader, Metadata, StoreResult, Updated, Version,
 };
 use claude_memory::{FilesystemStore, MemoryPath, MemoryStore, MemoryTool};
 use serde_json::json;
+
+#[path = "../common/mod.rs"]
+mod common;
+use common::sha256_hex;
 
 const CHILD: &str = "CLAUDE_MEMORY_DEAD_WRITER_CHILD";
 
@@ -91,71 +94,54 @@ impl MemoryStore for Stall {
     fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
         self.0.open(path)
     }
-    fn write(&self, _: &MemoryPath, _: &[u8], _: WriteMode) -> StoreResult<Version> {
-        stall()
-    }
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         self.0.list(dir)
     }
-    fn delete(&self, _: &MemoryPath) -> StoreResult<()> {
-        stall()
+    fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<claude_memory::store::Tree>> {
+        self.0.list_tree(dir)
     }
-    fn rename(&self, _: &MemoryPath, _: &MemoryPath) -> StoreResult<()> {
-        stall()
-    }
-    fn update(
+    fn write_opts(
         &self,
         path: &MemoryPath,
-        limit: u64,
+        data: &[u8],
+        options: claude_memory::store::WriteOptions<'_>,
+    ) -> StoreResult<Version> {
+        let _ = (path, data, options);
+        stall()
+    }
+    fn update_opts(
+        &self,
+        path: &MemoryPath,
+        options: claude_memory::store::UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        let now = self.0.read(path, limit)?;
+        let now = self.0.read(path, options.limit)?;
         let _ = change(&now.data);
         stall()
     }
-    fn remove_empty_dir(&self, _: &MemoryPath) -> StoreResult<bool> {
-        stall()
-    }
-    fn total_size(&self) -> StoreResult<u64> {
-        self.0.total_size()
-    }
-    fn write_within(
-        &self,
-        _: &MemoryPath,
-        _: &[u8],
-        _: WriteMode,
-        _: Quota<'_>,
-    ) -> StoreResult<Version> {
-        stall()
-    }
-    fn update_within(
+    fn delete_opts(
         &self,
         path: &MemoryPath,
-        limit: u64,
-        _: Quota<'_>,
-        change: &mut Change<'_>,
-    ) -> StoreResult<Updated> {
-        self.update(path, limit, change)
-    }
-    fn delete_file_if(
-        &self,
-        _: &MemoryPath,
-        _: &mut dyn FnMut(&Metadata) -> bool,
+        options: claude_memory::store::DeleteOptions<'_>,
     ) -> StoreResult<bool> {
+        let _ = (path, options);
+        stall()
+    }
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
+        let _ = (from, to, options);
         stall()
     }
     fn exclusive(
         &self,
         path: &MemoryPath,
-        f: &mut dyn FnMut() -> StoreResult<()>,
+        f: &mut dyn FnMut(claude_memory::store::Lock) -> StoreResult<()>,
     ) -> StoreResult<()> {
         self.0.exclusive(path, f)
-    }
-    fn locks_writers(&self) -> bool {
-        self.0.locks_writers()
-    }
-    fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<claude_memory::store::Tree>> {
-        self.0.list_tree(dir)
     }
 }
 

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use claude_memory::history::{FileLog, HistoryStore, Query};
-use claude_memory::store::WriteMode;
+use claude_memory::store::{MemoryStoreExt as _, WriteMode};
 use claude_memory::{FilesystemStore, MemoryPath, MemoryStore};
 
 static SERIAL: Mutex<()> = Mutex::new(());

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use claude_memory::history::{
     HistoryError, HistoryLog, HistoryStore, MemoryLog, Query, Retention, Revision,
 };
-use claude_memory::store::WriteMode;
-use claude_memory::{InMemoryStore, MemoryPath, MemoryStore};
+use claude_memory::store::{MemoryStoreExt as _, WriteMode};
+use claude_memory::{InMemoryStore, MemoryPath};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 

@@ -14,10 +14,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 use claude_memory::history::{
     ChangeOp, FileLog, HistoryLog, HistoryStore, MemoryLog, Query, Retention, Revision, SkipReason,
-    sha256_hex,
 };
+use claude_memory::store::MemoryStoreExt as _;
 use claude_memory::{FilesystemStore, InMemoryStore, MemoryPath, MemoryStore, MemoryTool};
 use serde_json::json;
+
+#[path = "../common/mod.rs"]
+mod common;
+use common::sha256_hex;
 
 /// Counts the bytes allocated now and the peak, for the memory attacks.
 struct Counting;

@@ -215,7 +215,8 @@ fn another_writers_append_before_a_first_create_fails_no_change() {
 
 mod encrypted {
     use super::*;
-    use claude_memory::store::crypt::{EncryptedStore, Key, Keyring, SealedLog};
+    use claude_memory::history::SealedLog;
+    use claude_memory::store::crypt::{EncryptedStore, Key, Keyring};
 
     type Enc = MemoryTool<HistoryStore<EncryptedStore<PostgresStore>>>;
 
@@ -342,7 +343,8 @@ mod encrypted {
 /// several transactions: see the README's encrypted-store section.)
 mod encrypted_opener {
     use super::*;
-    use claude_memory::store::crypt::{EncryptedStore, Key, Keyring, SealedLog};
+    use claude_memory::history::SealedLog;
+    use claude_memory::store::crypt::{EncryptedStore, Key, Keyring};
 
     static SHARED_POOL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
@@ -444,7 +446,8 @@ mod encrypted_opener {
 
 mod encrypted_refusals {
     use super::*;
-    use claude_memory::store::crypt::{EncryptedStore, Key, Keyring, SealedLog};
+    use claude_memory::history::SealedLog;
+    use claude_memory::store::crypt::{EncryptedStore, Key, Keyring};
 
     /// Attack: refused writes on an encrypted store (several store
     /// mutations per change): none may leave a version.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use claude_memory::history::{HistoryLog, HistoryStore, PostgresLog, Query, Retention};
-use claude_memory::store::WriteMode;
+use claude_memory::store::{MemoryStoreExt as _, WriteMode};
 use claude_memory::{MemoryPath, MemoryStore, PostgresStore, TenantId};
 
 fn url() -> Option<String> {

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use claude_memory::history::{FileLog, HistoryStore, MemoryLog, Query};
-use claude_memory::store::WriteMode;
+use claude_memory::store::{MemoryStoreExt as _, WriteMode};
 use claude_memory::{FilesystemStore, InMemoryStore, MemoryPath, MemoryStore, MemoryTool};
 use serde_json::json;
 

@@ -16,10 +16,14 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use claude_memory::history::{ChangeOp, FileLog, HistoryLog, HistoryStore, Query, sha256_hex};
+use claude_memory::history::{ChangeOp, FileLog, HistoryLog, HistoryStore, Query};
 use claude_memory::store::walk::{Flow, Order, Step, walk};
 use claude_memory::{FilesystemStore, MemoryPath, MemoryStore, MemoryTool};
 use serde_json::json;
+
+#[path = "../common/mod.rs"]
+mod common;
+use common::sha256_hex;
 
 const CHILD: &str = "CLAUDE_MEMORY_HISTORY_CHILD";
 

@@ -12,8 +12,7 @@ use std::time::Duration;
 use claude_memory::path::MemoryPath;
 use claude_memory::runner::{AsyncRunner, Request, StopReason, Stopped};
 use claude_memory::store::{
-    Change, DirEntry, FileContent, FileReader, Metadata, Quota, StoreResult, Updated, Version,
-    WriteMode,
+    Change, DirEntry, FileContent, FileReader, Metadata, StoreResult, Updated, Version,
 };
 use claude_memory::{AsyncMemoryTool, InMemoryStore, MemoryStore, MemoryTool};
 use serde_json::{Value, json};
@@ -47,69 +46,49 @@ impl MemoryStore for Watched {
     fn open(&self, path: &MemoryPath) -> StoreResult<FileReader<'_>> {
         self.watch(|| self.inner.open(path))
     }
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        self.watch(|| self.inner.write(path, data, mode))
-    }
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         self.watch(|| self.inner.list(dir))
     }
     fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<claude_memory::store::Tree>> {
         self.watch(|| self.inner.list_tree(dir))
     }
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-        self.watch(|| self.inner.delete(path))
-    }
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        self.watch(|| self.inner.rename(from, to))
-    }
-    fn update(
-        &self,
-        path: &MemoryPath,
-        limit: u64,
-        change: &mut Change<'_>,
-    ) -> StoreResult<Updated> {
-        self.watch(|| self.inner.update(path, limit, change))
-    }
-    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        self.watch(|| self.inner.remove_empty_dir(path))
-    }
-    fn total_size(&self) -> StoreResult<u64> {
-        self.watch(|| self.inner.total_size())
-    }
-    fn write_within(
+    fn write_opts(
         &self,
         path: &MemoryPath,
         data: &[u8],
-        mode: WriteMode,
-        quota: Quota<'_>,
+        options: claude_memory::store::WriteOptions<'_>,
     ) -> StoreResult<Version> {
-        self.watch(|| self.inner.write_within(path, data, mode, quota))
+        self.watch(|| self.inner.write_opts(path, data, options))
     }
-    fn update_within(
+    fn update_opts(
         &self,
         path: &MemoryPath,
-        limit: u64,
-        quota: Quota<'_>,
+        options: claude_memory::store::UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        self.watch(|| self.inner.update_within(path, limit, quota, change))
+        self.watch(|| self.inner.update_opts(path, options, change))
     }
-    fn delete_file_if(
+    fn delete_opts(
         &self,
         path: &MemoryPath,
-        still: &mut dyn FnMut(&Metadata) -> bool,
+        options: claude_memory::store::DeleteOptions<'_>,
     ) -> StoreResult<bool> {
-        self.watch(|| self.inner.delete_file_if(path, still))
+        self.watch(|| self.inner.delete_opts(path, options))
+    }
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        options: claude_memory::store::RenameOptions<'_>,
+    ) -> StoreResult<()> {
+        self.watch(|| self.inner.rename_opts(from, to, options))
     }
     fn exclusive(
         &self,
         path: &MemoryPath,
-        f: &mut dyn FnMut() -> StoreResult<()>,
+        f: &mut dyn FnMut(claude_memory::store::Lock) -> StoreResult<()>,
     ) -> StoreResult<()> {
         self.inner.exclusive(path, f)
-    }
-    fn locks_writers(&self) -> bool {
-        self.inner.locks_writers()
     }
 }
 

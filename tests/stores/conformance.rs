@@ -71,8 +71,8 @@ mod filesystem_without_openat2 {
 mod tenant_over_in_memory {
     use std::sync::Arc;
 
-    use claude_memory::store::WriteMode;
-    use claude_memory::{InMemoryStore, MemoryPath, MemoryStore, TenantId, TenantStore};
+    use claude_memory::store::{MemoryStoreExt as _, WriteMode};
+    use claude_memory::{InMemoryStore, MemoryPath, TenantId, TenantStore};
 
     claude_memory::conformance_tests!(|run| {
         let base = Arc::new(InMemoryStore::new());
@@ -115,8 +115,8 @@ mod sqlite_in_memory {
 
 #[cfg(feature = "sqlite")]
 mod sqlite_file_with_other_tenant {
-    use claude_memory::store::WriteMode;
-    use claude_memory::{MemoryPath, MemoryStore, SqliteStore, TenantId};
+    use claude_memory::store::{MemoryStoreExt as _, WriteMode};
+    use claude_memory::{MemoryPath, SqliteStore, TenantId};
 
     claude_memory::conformance_tests!(|run| {
         let dir = tempfile::tempdir().expect("temporary directory");

@@ -6,22 +6,33 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use claude_memory::store::WriteMode;
+use claude_memory::store::{Lock, MemoryStoreExt as _, WriteMode};
 use claude_memory::{FilesystemStore, InMemoryStore, MemoryPath, MemoryStore};
 
 fn p(s: &str) -> MemoryPath {
     MemoryPath::parse(s).expect("path")
 }
 
+/// The lock [`MemoryStore::exclusive`] holds on `store`: `None` if it
+/// refuses to run a change at all.
+fn lock_of(store: &dyn MemoryStore) -> Option<Lock> {
+    let mut seen = None;
+    let _ = store.exclusive(&MemoryPath::root(), &mut |lock| {
+        seen = Some(lock);
+        Ok(())
+    });
+    seen
+}
+
 #[test]
 fn the_holding_thread_writes_through_its_own_lock() {
     let dir = tempfile::tempdir().expect("dir");
     let store = FilesystemStore::open(dir.path()).expect("store");
-    assert!(store.locks_writers());
+    assert_eq!(lock_of(&store), Some(Lock::Held));
     store
-        .exclusive(&p("/memories"), &mut || {
+        .exclusive(&p("/memories"), &mut |_| {
             store.write(&p("/memories/a.md"), b"a\n", WriteMode::Create)?;
-            store.exclusive(&p("/memories"), &mut || {
+            store.exclusive(&p("/memories"), &mut |_| {
                 store.rename(&p("/memories/a.md"), &p("/memories/b.md"))
             })?;
             store.delete(&p("/memories/b.md"))
@@ -38,7 +49,7 @@ fn another_handle_waits_until_the_holder_is_done() {
     let done = Arc::new(AtomicBool::new(false));
     let mut waiter = None;
     holder
-        .exclusive(&p("/memories"), &mut || {
+        .exclusive(&p("/memories"), &mut |_| {
             let (other, seen) = (Arc::clone(&other), Arc::clone(&done));
             waiter = Some(std::thread::spawn(move || {
                 other
@@ -65,7 +76,7 @@ fn a_panic_inside_lets_the_lock_go() {
     let dir = tempfile::tempdir().expect("dir");
     let store = FilesystemStore::open(dir.path()).expect("store");
     let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let _ = store.exclusive(&p("/memories"), &mut || panic!("killed inside"));
+        let _ = store.exclusive(&p("/memories"), &mut |_| panic!("killed inside"));
     }));
     assert!(died.is_err());
     let other = FilesystemStore::open(dir.path()).expect("store");
@@ -90,9 +101,9 @@ fn a_read_only_store_has_no_lock_to_hold() {
         .read_only(true)
         .open()
         .expect("read-only");
-    assert!(!ro.locks_writers());
+    assert_eq!(lock_of(&ro), None);
     let mut ran = false;
-    let r = ro.exclusive(&p("/memories"), &mut || {
+    let r = ro.exclusive(&p("/memories"), &mut |_| {
         ran = true;
         Ok(())
     });
@@ -102,10 +113,10 @@ fn a_read_only_store_has_no_lock_to_hold() {
 #[test]
 fn stores_without_a_shared_lock_say_so_and_run_the_change() {
     let store = InMemoryStore::new();
-    assert!(!store.locks_writers());
+    assert_eq!(lock_of(&store), Some(Lock::Absent));
     let mut ran = false;
     store
-        .exclusive(&p("/memories"), &mut || {
+        .exclusive(&p("/memories"), &mut |_| {
             ran = true;
             Ok(())
         })
@@ -122,7 +133,7 @@ fn the_lock_is_held_and_let_go_inside_a_tokio_runtime() {
         let dir = tempfile::tempdir().expect("dir");
         let store = FilesystemStore::open(dir.path()).expect("store");
         store
-            .exclusive(&p("/memories"), &mut || {
+            .exclusive(&p("/memories"), &mut |_| {
                 store.write(&p("/memories/t.md"), b"t\n", WriteMode::Create)?;
                 Ok(())
             })

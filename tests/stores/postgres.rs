@@ -8,9 +8,8 @@
 use std::error::Error as _;
 use std::time::{Duration, Instant};
 
-use claude_memory::{
-    MemoryPath, MemoryStore, MemoryTool, PostgresError, PostgresStore, StoreError, TenantId,
-};
+use claude_memory::store::MemoryStoreExt as _;
+use claude_memory::{MemoryPath, MemoryTool, PostgresError, PostgresStore, StoreError, TenantId};
 use serde_json::json;
 
 #[path = "../common/mod.rs"]

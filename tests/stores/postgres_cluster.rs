@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use claude_memory::store::WriteMode;
+use claude_memory::store::{MemoryStoreExt as _, WriteMode};
 use claude_memory::{MemoryPath, MemoryStore, PostgresError, PostgresStore};
 
 /// A CA and a server certificate for `localhost` it signed.

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use claude_memory::store::MemoryStoreExt as _;
 use claude_memory::{Config, InMemoryStore, MemoryStore, MemoryTool, PostgresStore, TenantId};
 use serde_json::{Value, json};
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use claude_memory::store::WriteMode;
+use claude_memory::store::{Lock, MemoryStoreExt as _, WriteMode};
 use claude_memory::{MemoryPath, MemoryStore, StoreError};
 
 fn p(s: &str) -> MemoryPath {
@@ -77,13 +77,24 @@ fn on_each(attack: impl Fn(&str, Pair)) {
     }
 }
 
+/// The lock [`MemoryStore::exclusive`] holds on `store`: `None` if it
+/// refuses to run a change at all.
+fn lock_of(store: &dyn MemoryStore) -> Option<Lock> {
+    let mut seen = None;
+    let _ = store.exclusive(&MemoryPath::root(), &mut |lock| {
+        seen = Some(lock);
+        Ok(())
+    });
+    seen
+}
+
 /// Attack: a change that fails after some of its writes. Promised: none
 /// of them stays (before, each write committed on its own).
 #[test]
 fn a_change_that_fails_half_way_leaves_nothing() {
     on_each(|db, (store, _)| {
-        assert!(store.locks_writers(), "{db}");
-        let out = store.exclusive(&p("/memories"), &mut || {
+        assert_eq!(lock_of(&store), Some(Lock::Held), "{db}");
+        let out = store.exclusive(&p("/memories"), &mut |_| {
             store.write(&p("/memories/d/a.md"), b"a\n", WriteMode::Create)?;
             store.write(&p("/memories/b.md"), b"b\n", WriteMode::Create)?;
             Err(StoreError::Conflict {
@@ -104,7 +115,7 @@ fn a_change_that_fails_half_way_leaves_nothing() {
 fn a_refused_call_inside_a_change_undoes_only_itself() {
     on_each(|db, (store, _)| {
         store
-            .exclusive(&p("/memories"), &mut || {
+            .exclusive(&p("/memories"), &mut |_| {
                 store.write(&p("/memories/a.md"), b"a\n", WriteMode::Create)?;
                 let again = store.write(&p("/memories/a.md"), b"x\n", WriteMode::Create);
                 assert!(
@@ -132,8 +143,8 @@ fn a_refused_call_inside_a_change_undoes_only_itself() {
 #[test]
 fn a_nested_change_goes_with_the_outer_one() {
     on_each(|db, (store, _)| {
-        let out = store.exclusive(&p("/memories"), &mut || {
-            store.exclusive(&p("/memories"), &mut || {
+        let out = store.exclusive(&p("/memories"), &mut |_| {
+            store.exclusive(&p("/memories"), &mut |_| {
                 store.write(&p("/memories/inner.md"), b"i\n", WriteMode::Create)?;
                 Ok(())
             })?;
@@ -161,7 +172,7 @@ fn a_second_writer_waits_for_the_whole_change() {
         let started = Arc::new(AtomicBool::new(false));
         let mut waiter = None;
         holder
-            .exclusive(&p("/memories"), &mut || {
+            .exclusive(&p("/memories"), &mut |_| {
                 holder.write(&p("/memories/first.md"), b"1\n", WriteMode::Create)?;
                 let (other, flag) = (Arc::clone(&other), Arc::clone(&started));
                 waiter = Some(std::thread::spawn(move || {
@@ -203,7 +214,7 @@ fn a_pool_of_one_connection_runs_a_whole_change() {
     };
     let t = Instant::now();
     store
-        .exclusive(&p("/memories"), &mut || {
+        .exclusive(&p("/memories"), &mut |_| {
             store.write(&p("/memories/d/a.md"), b"a\n", WriteMode::Create)?;
             assert_eq!(store.list(&p("/memories/d"))?.len(), 1);
             store.rename(&p("/memories/d"), &p("/memories/e"))?;
@@ -228,7 +239,7 @@ fn a_session_ended_half_way_leaves_nothing_and_the_handle_recovers() {
         return;
     };
     let url = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL").expect("url");
-    let out = store.exclusive(&p("/memories"), &mut || {
+    let out = store.exclusive(&p("/memories"), &mut |_| {
         store.write(&p("/memories/a.md"), b"a\n", WriteMode::Create)?;
         // This test's sessions holding a transaction open: the change's.
         kill_sessions_in_transaction(&url, &app);

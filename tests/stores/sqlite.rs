@@ -2,6 +2,7 @@
 //! editing one file, and the schema version check.
 #![cfg(feature = "sqlite")]
 
+use claude_memory::store::MemoryStoreExt as _;
 use claude_memory::{MemoryTool, SqliteStore};
 
 #[path = "../common/mod.rs"]

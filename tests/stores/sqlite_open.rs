@@ -4,6 +4,7 @@
 //! store files were created 0644 under umask 022.
 #![cfg(feature = "sqlite")]
 
+use claude_memory::store::MemoryStoreExt as _;
 use claude_memory::{MemoryPath, MemoryStore, SqliteError, SqliteStore};
 
 /// Another program's database: one table of its own, rollback journal.

@@ -15,25 +15,24 @@
 //!   limit ([`MAX_NAME_BYTES`]). `record`: the key record.
 //! - `moves`: journalled `rename`. [`rekey`](EncryptedStore::rekey):
 //!   rotation, resumable after a kill at any point.
-//! - [`SealedLog`]: a history log whose versions stay encrypted.
+//! - [`SealedLog`](crate::history::SealedLog): a history log whose
+//!   versions stay encrypted.
 
 mod cache;
 pub mod key;
-mod log;
 mod moves;
 mod names;
 mod outer;
 pub mod passphrase;
 mod read;
-mod record;
+pub(crate) mod record;
 mod rekey;
 mod rotation;
-mod seal;
-mod store;
+pub(crate) mod seal;
+pub(crate) mod store;
 mod store_impl;
 
 pub use key::{KEY_BYTES, Key, KeyId, Keyring};
-pub use log::{LogSealer, SealedLog};
 pub use names::MAX_NAME_BYTES;
 pub use passphrase::{KdfParams, Passphrase};
 pub use read::MAX_FILE_BYTES;

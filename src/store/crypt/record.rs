@@ -16,7 +16,7 @@ use super::names::NameCipher;
 use super::passphrase::KdfParams;
 use super::seal::Sealer;
 use crate::path::MemoryPath;
-use crate::store::{EntryKind, MemoryStore, StoreError, Version, WriteMode};
+use crate::store::{EntryKind, MemoryStore, MemoryStoreExt as _, StoreError, Version, WriteMode};
 
 /// The record's name in the wrapped store's root.
 pub(crate) const RECORD_NAME: &str = "_claude-memory-keys";

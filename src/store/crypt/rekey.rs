@@ -14,7 +14,9 @@ use super::seal;
 use super::store::EncryptedStore;
 use crate::path::MemoryPath;
 use crate::store::walk::{Flow, Order, Step, walk};
-use crate::store::{MemoryStore, StoreError, UPDATE_ATTEMPTS, WriteMode, retry};
+use crate::store::{
+    MemoryStore, MemoryStoreExt as _, StoreError, UPDATE_ATTEMPTS, WriteMode, retry,
+};
 
 /// What a rotation did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

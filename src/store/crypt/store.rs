@@ -44,7 +44,7 @@ pub(crate) struct Keys {
     pub(crate) sealers: Vec<Sealer>,
     pub(crate) names: NameCipher,
     /// Serialises this process's size-capped writes (the cap's check is
-    /// also conditional in the wrapped store, see `write_within`).
+    /// also conditional in the wrapped store, see `write_opts`).
     pub(super) quota: Mutex<()>,
     /// What the last rotation check saw of the key record.
     pub(crate) record_seen: Mutex<super::rotation::Seen>,

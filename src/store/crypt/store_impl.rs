@@ -11,8 +11,9 @@ use super::store::EncryptedStore;
 use crate::path::MemoryPath;
 use crate::store::retry;
 use crate::store::{
-    Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Quota, StoreError,
-    StoreResult, UPDATE_ATTEMPTS, Updated, Version, WriteMode, check_quota,
+    Change, DeleteIf, DeleteOptions, DirEntry, EntryKind, FileContent, FileReader, Lock,
+    MemoryStore, MemoryStoreExt, Metadata, Quota, RenameOptions, StoreError, StoreResult,
+    UPDATE_ATTEMPTS, UpdateOptions, Updated, Version, WriteMode, WriteOptions,
 };
 
 impl<S: MemoryStore> EncryptedStore<S> {
@@ -21,13 +22,10 @@ impl<S: MemoryStore> EncryptedStore<S> {
     /// [`finish_pending_locked`](Self::finish_pending_locked)), where the
     /// wrapped store has such a lock; else as it is.
     fn guarded<T>(&self, path: &MemoryPath, op: impl FnOnce() -> StoreResult<T>) -> StoreResult<T> {
-        if !self.inner.locks_writers() {
-            return op();
-        }
         let mut op = Some(op);
         let mut out = None;
-        self.inner.exclusive(&MemoryPath::root(), &mut || {
-            self.finish_pending_locked(path)?;
+        self.inner.exclusive(&MemoryPath::root(), &mut |lock| {
+            self.finish_pending_locked(path, lock)?;
             if let Some(op) = op.take() {
                 out = Some(op());
             }
@@ -38,6 +36,90 @@ impl<S: MemoryStore> EncryptedStore<S> {
                 path: path.clone(),
                 source: "the locked change did not run".into(),
             })
+        })
+    }
+
+    /// The capped write of [`write_opts`](MemoryStore::write_opts), inside
+    /// its guard: `ep` and `sealed` are the stored path and bytes.
+    fn write_capped(
+        &self,
+        path: &MemoryPath,
+        ep: &MemoryPath,
+        data: &[u8],
+        sealed: &[u8],
+        mode: WriteMode,
+        quota: Quota<'_>,
+    ) -> StoreResult<Version> {
+        let escope = self.enc_new(quota.scope)?;
+        let _serial = self
+            .keys
+            .quota
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut last = None;
+        for _ in 0..UPDATE_ATTEMPTS {
+            let existing = self
+                .inner
+                .stat(ep)
+                .map_err(|e| self.outer(e, &[(ep, path)]))?;
+            let replaced = match (&existing, mode) {
+                // The wrapped store answers "already exists".
+                (Some(_), WriteMode::Create) => {
+                    return self
+                        .inner
+                        .write(ep, sealed, mode)
+                        .map_err(|e| self.outer(e, &[(ep, path)]));
+                }
+                (Some(m), _) if m.kind == EntryKind::File => m.len,
+                _ => 0,
+            };
+            let (plain, stored) = self.totals(quota.scope)?;
+            let after = plain
+                .saturating_sub(replaced.saturating_sub(OVERHEAD))
+                .saturating_add(data.len() as u64);
+            quota.check(path, after)?;
+            let cap = Quota {
+                scope: &escope,
+                max_bytes: stored
+                    .saturating_sub(replaced)
+                    .saturating_add(sealed.len() as u64),
+            };
+            match self.inner.write_within(ep, sealed, mode, cap) {
+                Err(StoreError::StoreFull { .. }) => last = Some(after),
+                other => {
+                    return other.map_err(|e| self.outer(e, &[(ep, path), (&escope, quota.scope)]));
+                }
+            }
+        }
+        Err(StoreError::StoreFull {
+            path: path.clone(),
+            total: last.unwrap_or(0),
+            limit: quota.max_bytes,
+        })
+    }
+
+    /// The capped edit of [`update_opts`](MemoryStore::update_opts): the
+    /// compare-and-swap loop over this wrapper's capped write.
+    fn update_capped(
+        &self,
+        path: &MemoryPath,
+        limit: u64,
+        quota: Quota<'_>,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        self.guarded(path, || {
+            retry::until_swapped(UPDATE_ATTEMPTS, retry::LOCAL, || {
+                let file = self.read_plain(path, limit)?;
+                let Ok(new) = change(&file.data) else {
+                    return Ok(Some(Updated::Aborted));
+                };
+                match self.write_within(path, &new, WriteMode::Update(file.version), quota) {
+                    Ok(_) => Ok(Some(Updated::Written(new))),
+                    Err(StoreError::Conflict { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            })?
+            .ok_or_else(|| StoreError::Conflict { path: path.clone() })
         })
     }
 }
@@ -86,15 +168,31 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         })
     }
 
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+    /// A quota counts **plaintext** bytes (what the model wrote, what a
+    /// walk of this store totals). It is checked here and again,
+    /// atomically, by the wrapped store: the write goes down with a cap
+    /// of exactly the stored bytes this check saw plus the write's, so a
+    /// concurrent writer (another process) that changed the scope
+    /// meanwhile makes it fail, and the check runs again on the new
+    /// totals.
+    fn write_opts(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        options: WriteOptions<'_>,
+    ) -> StoreResult<Version> {
         self.guarded(path, || {
             check_len(path, data)?;
             self.check_rotation(path)?;
             let ep = self.enc_new(path)?;
             let sealed = self.seal(path, data)?;
-            self.inner
-                .write(&ep, &sealed, mode)
-                .map_err(|e| self.outer(e, &[(&ep, path)]))
+            match options.quota {
+                None => self
+                    .inner
+                    .write(&ep, &sealed, options.mode)
+                    .map_err(|e| self.outer(e, &[(&ep, path)])),
+                Some(quota) => self.write_capped(path, &ep, data, &sealed, options.mode, quota),
+            }
         })
     }
 
@@ -146,27 +244,52 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         Ok(out)
     }
 
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+    fn delete_opts(&self, path: &MemoryPath, options: DeleteOptions<'_>) -> StoreResult<bool> {
+        let condition = options.condition;
         self.guarded(path, || {
+            if path.is_root() && !matches!(condition, DeleteIf::Exists) {
+                return Ok(false);
+            }
             let Some(ep) = self.enc(path) else {
-                return Err(StoreError::NotFound { path: path.clone() });
+                return match condition {
+                    DeleteIf::Exists => Err(StoreError::NotFound { path: path.clone() }),
+                    _ => Ok(false),
+                };
             };
-            self.inner
-                .delete(&ep)
-                .map_err(|e| self.outer(e, &[(&ep, path)]))
+            let result = match condition {
+                DeleteIf::FileWhere(still) => self
+                    .inner
+                    .delete_file_if(&ep, &mut |m| still(&Self::plain_meta(m.clone()))),
+                other => self.inner.delete_opts(&ep, other.into()),
+            };
+            result.map_err(|e| self.outer(e, &[(&ep, path)]))
         })
     }
 
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+    /// A copy under the new names, then the source deleted, journalled and
+    /// under the wrapped store's lock (see `move_entry`).
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        _: RenameOptions<'_>,
+    ) -> StoreResult<()> {
         self.move_entry(from, to)
     }
 
-    fn update(
+    /// Without a quota, the wrapped store's update, sealing in its
+    /// closure; with one, the compare-and-swap loop over this wrapper's
+    /// capped write.
+    fn update_opts(
         &self,
         path: &MemoryPath,
-        limit: u64,
+        options: UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
+        let UpdateOptions { limit, quota, .. } = options;
+        if let Some(quota) = quota {
+            return self.update_capped(path, limit, quota, change);
+        }
         self.guarded(path, || {
             let Some(ep) = self.enc(path) else {
                 return Err(StoreError::NotFound { path: path.clone() });
@@ -205,128 +328,6 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         })
     }
 
-    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        self.guarded(path, || {
-            if path.is_root() {
-                return Ok(false);
-            }
-            let Some(ep) = self.enc(path) else {
-                return Ok(false);
-            };
-            self.inner
-                .remove_empty_dir(&ep)
-                .map_err(|e| self.outer(e, &[(&ep, path)]))
-        })
-    }
-
-    /// Plaintext bytes: each file's stored length less the seal's fixed
-    /// overhead, the wrapper's own files left out.
-    fn total_size(&self) -> StoreResult<u64> {
-        Ok(self.totals(&MemoryPath::root())?.0)
-    }
-
-    /// The cap counts **plaintext** bytes (what the model wrote, what
-    /// `total_size` reports). It is checked here and again, atomically, by
-    /// the wrapped store: the write goes down as the wrapped store's own
-    /// `write_within` with a cap of exactly the stored bytes this check
-    /// saw plus the write's, so a concurrent writer (another process) that
-    /// changed the scope meanwhile makes it fail, and the check runs again
-    /// on the new totals.
-    fn write_within(
-        &self,
-        path: &MemoryPath,
-        data: &[u8],
-        mode: WriteMode,
-        quota: Quota<'_>,
-    ) -> StoreResult<Version> {
-        self.guarded(path, || {
-            check_len(path, data)?;
-            self.check_rotation(path)?;
-            let ep = self.enc_new(path)?;
-            let escope = self.enc_new(quota.scope)?;
-            let _serial = self
-                .keys
-                .quota
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            let sealed = self.seal(path, data)?;
-            let mut last = None;
-            for _ in 0..crate::store::UPDATE_ATTEMPTS {
-                let existing = self
-                    .inner
-                    .stat(&ep)
-                    .map_err(|e| self.outer(e, &[(&ep, path)]))?;
-                let replaced = match (&existing, mode) {
-                    (Some(_), WriteMode::Create) => return self.write(path, data, mode),
-                    (Some(m), _) if m.kind == EntryKind::File => m.len,
-                    _ => 0,
-                };
-                let (plain, stored) = self.totals(quota.scope)?;
-                let after = plain
-                    .saturating_sub(replaced.saturating_sub(OVERHEAD))
-                    .saturating_add(data.len() as u64);
-                check_quota(path, after, quota)?;
-                let cap = Quota {
-                    scope: &escope,
-                    max_bytes: stored
-                        .saturating_sub(replaced)
-                        .saturating_add(sealed.len() as u64),
-                };
-                match self.inner.write_within(&ep, &sealed, mode, cap) {
-                    Err(StoreError::StoreFull { .. }) => last = Some(after),
-                    other => {
-                        return other
-                            .map_err(|e| self.outer(e, &[(&ep, path), (&escope, quota.scope)]));
-                    }
-                }
-            }
-            Err(StoreError::StoreFull {
-                path: path.clone(),
-                total: last.unwrap_or(0),
-                limit: quota.max_bytes,
-            })
-        })
-    }
-
-    /// The compare-and-swap loop over this wrapper's `write_within`.
-    fn update_within(
-        &self,
-        path: &MemoryPath,
-        limit: u64,
-        quota: Quota<'_>,
-        change: &mut Change<'_>,
-    ) -> StoreResult<Updated> {
-        self.guarded(path, || {
-            retry::until_swapped(UPDATE_ATTEMPTS, retry::LOCAL, || {
-                let file = self.read_plain(path, limit)?;
-                let Ok(new) = change(&file.data) else {
-                    return Ok(Some(Updated::Aborted));
-                };
-                match self.write_within(path, &new, WriteMode::Update(file.version), quota) {
-                    Ok(_) => Ok(Some(Updated::Written(new))),
-                    Err(StoreError::Conflict { .. }) => Ok(None),
-                    Err(e) => Err(e),
-                }
-            })?
-            .ok_or_else(|| StoreError::Conflict { path: path.clone() })
-        })
-    }
-
-    fn delete_file_if(
-        &self,
-        path: &MemoryPath,
-        still: &mut dyn FnMut(&Metadata) -> bool,
-    ) -> StoreResult<bool> {
-        self.guarded(path, || {
-            let Some(ep) = self.enc(path) else {
-                return Ok(false);
-            };
-            self.inner
-                .delete_file_if(&ep, &mut |m| still(&Self::plain_meta(m.clone())))
-                .map_err(|e| self.outer(e, &[(&ep, path)]))
-        })
-    }
-
     /// The wrapped store's lock, as its `rename` holds it; where the
     /// wrapped store locks its writers, a move a killed process left is
     /// finished first (as before every encrypted write), so what `f` looks
@@ -336,18 +337,14 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
     fn exclusive(
         &self,
         path: &MemoryPath,
-        f: &mut dyn FnMut() -> StoreResult<()>,
+        f: &mut dyn FnMut(Lock) -> StoreResult<()>,
     ) -> StoreResult<()> {
         let stored = self.enc(path).unwrap_or_else(MemoryPath::root);
         self.inner
-            .exclusive(&stored, &mut || {
-                self.finish_pending_locked(path)?;
-                f()
+            .exclusive(&stored, &mut |lock| {
+                self.finish_pending_locked(path, lock)?;
+                f(lock)
             })
             .map_err(|e| self.outer(e, &[(&stored, path)]))
-    }
-
-    fn locks_writers(&self) -> bool {
-        self.inner.locks_writers()
     }
 }

@@ -138,7 +138,7 @@ pub(super) fn stale(modified: SystemTime, lease: std::time::Duration) -> bool {
 }
 
 /// Writes `body` at `key` only if nothing is there.
-pub(super) async fn create(
+pub(crate) async fn create(
     store: &Arc<dyn ObjectStore>,
     key: &Path,
     body: Vec<u8>,
@@ -174,7 +174,7 @@ pub(super) async fn take_over(
 
 /// Deletes `keys`, in batches where the service has them (S3 deletes up
 /// to 1,000 in one request, Azure 256); a key already gone is no error.
-pub(super) async fn delete_all(
+pub(crate) async fn delete_all(
     store: &Arc<dyn ObjectStore>,
     keys: Vec<Path>,
 ) -> object_store::Result<()> {

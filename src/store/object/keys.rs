@@ -32,7 +32,7 @@ pub(super) const PROBE_COPY: &str = ".claude-memory-probe-copy";
 
 /// The store's prefix in the bucket and the keys below it.
 #[derive(Debug, Clone)]
-pub(super) struct Layout {
+pub(crate) struct Layout {
     prefix: Path,
 }
 
@@ -73,7 +73,7 @@ impl Layout {
     }
 
     /// One of the store's own objects at the top of the prefix.
-    pub(super) fn own(&self, name: &'static str) -> Path {
+    pub(crate) fn own(&self, name: &'static str) -> Path {
         self.prefix.clone().join(name)
     }
 

@@ -30,7 +30,7 @@ pub(super) async fn any_below(
 }
 
 /// Every object below `key/`, in pages.
-pub(super) async fn all_below(
+pub(crate) async fn all_below(
     store: Arc<dyn ObjectStore>,
     key: Path,
 ) -> object_store::Result<Vec<ObjectMeta>> {

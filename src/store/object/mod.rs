@@ -17,10 +17,9 @@
 mod cond;
 mod config;
 mod errors;
-mod history;
-mod intent;
+pub(crate) mod intent;
 mod keys;
-mod listing;
+pub(crate) mod listing;
 mod moves;
 mod ops;
 mod runtime;
@@ -36,7 +35,6 @@ use object_store::{
 
 pub use config::{CloudBuilder, CloudError, CloudScheme, parse_url as parse_cloud_url};
 use errors::Sent;
-pub use history::CloudLog;
 use keys::Layout;
 use runtime::Io;
 
@@ -71,9 +69,9 @@ use crate::store::{StoreError, StoreResult};
 /// ```
 #[derive(Clone)]
 pub struct CloudStore {
-    store: Arc<dyn ObjectStore>,
-    layout: Layout,
-    io: Io,
+    pub(crate) store: Arc<dyn ObjectStore>,
+    pub(crate) layout: Layout,
+    pub(crate) io: Io,
     settings: config::Settings,
     /// The listing a directory view's `open` made for its `list`.
     stash: Arc<stash::Stash>,

@@ -20,8 +20,9 @@ use super::{CloudStore, cond, keys};
 use crate::path::MemoryPath;
 use crate::store::retry;
 use crate::store::{
-    Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Quota, StoreError,
-    StoreResult, Updated, Version, WriteMode, check_quota,
+    Change, DeleteIf, DeleteOptions, DirEntry, EntryKind, FileContent, FileReader, Lock,
+    MemoryStore, Metadata, RenameOptions, StoreError, StoreResult, UpdateOptions, Updated, Version,
+    WriteMode, WriteOptions,
 };
 
 /// What is at a path: a file (with its object's metadata), a directory,
@@ -338,10 +339,35 @@ impl MemoryStore for CloudStore {
         }
     }
 
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
+    /// With a quota: the scope is totalled and written under the quota
+    /// lease, so writers with quotas never overshoot it together.
+    fn write_opts(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        options: WriteOptions<'_>,
+    ) -> StoreResult<Version> {
         self.stash.clear();
         self.settle(path)?;
-        self.write_checked(path, data, mode)
+        let WriteOptions { mode, quota, .. } = options;
+        let Some(quota) = quota else {
+            return self.write_checked(path, data, mode);
+        };
+        self.with_quota_lock(path, || {
+            let replaced = match (self.find(path)?, mode) {
+                (Found::File(_) | Found::Dir, WriteMode::Create) => {
+                    return Err(StoreError::AlreadyExists { path: path.clone() });
+                }
+                (Found::File(meta), _) => meta.size,
+                _ => 0,
+            };
+            let total = self.bytes_in(path, quota.scope)?;
+            let after = total
+                .saturating_sub(replaced)
+                .saturating_add(data.len() as u64);
+            quota.check(path, after)?;
+            self.write_checked(path, data, mode)
+        })
     }
 
     /// None: a walk lists each directory (one request each, as a
@@ -368,137 +394,97 @@ impl MemoryStore for CloudStore {
         }
     }
 
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+    /// An empty directory's marker goes only if a listing finds nothing
+    /// below it; a file goes only if a `stat` just before the delete
+    /// satisfies the condition (a bucket has no conditional delete, so a
+    /// writer can still change the file in between).
+    fn delete_opts(&self, path: &MemoryPath, options: DeleteOptions<'_>) -> StoreResult<bool> {
+        let condition = options.condition;
         self.stash.clear();
         if path.is_root() {
-            return Err(StoreError::delete_root(path));
+            return match condition {
+                DeleteIf::Exists => Err(StoreError::delete_root(path)),
+                _ => Ok(false),
+            };
         }
-        self.settle(path)?;
-        self.delete_entry(path)
+        match condition {
+            DeleteIf::Exists => {
+                self.settle(path)?;
+                self.delete_entry(path).map(|()| true)
+            }
+            DeleteIf::EmptyDir => {
+                let (store, key) = (self.bucket(), self.layout.key(path));
+                let listed = self.call(path, Sent::Read, children(store, key))?;
+                if !listed.exists || !listed.entries.is_empty() {
+                    return Ok(false);
+                }
+                let (store, layout, path2) = (self.bucket(), self.layout.clone(), path.clone());
+                self.call(path, Sent::Write, async move {
+                    intent::keep_parent(&store, &layout, &path2).await?;
+                    store.delete(&layout.marker(&path2)).await
+                })?;
+                Ok(true)
+            }
+            DeleteIf::FileWhere(still) => {
+                match self.stat(path)? {
+                    Some(m) if m.kind == EntryKind::File && still(&m) => {}
+                    _ => return Ok(false),
+                }
+                self.settle(path)?;
+                match self.delete_entry(path) {
+                    Ok(()) => Ok(true),
+                    Err(StoreError::NotFound { .. }) => Ok(false),
+                    Err(e) => Err(e),
+                }
+            }
+        }
     }
 
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        _: RenameOptions<'_>,
+    ) -> StoreResult<()> {
         self.stash.clear();
         self.rename_entry(from, to)
     }
 
-    fn update(
+    /// A GET and a conditional PUT, again on a conflict; with a quota,
+    /// under the quota lease.
+    fn update_opts(
         &self,
         path: &MemoryPath,
-        limit: u64,
+        options: UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
         self.stash.clear();
         self.settle(path)?;
-        retry::until_swapped(cond::ATTEMPTS, cond::BACKOFF, || {
-            let (data, meta) = self.get(path, limit)?;
-            let Ok(new) = change(&data) else {
-                return Ok(Some(Updated::Aborted));
-            };
-            match self.put(path, &new, PutMode::Update(cond::condition(&meta))) {
-                Ok(_) => Ok(Some(Updated::Written(new))),
-                // Changed (or deleted) since the read: read again.
-                Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => Ok(None),
-                Err(e) => Err(e),
-            }
-        })?
-        .ok_or_else(|| StoreError::Conflict { path: path.clone() })
-    }
-
-    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        self.stash.clear();
-        if path.is_root() {
-            return Ok(false);
-        }
-        let (store, key) = (self.bucket(), self.layout.key(path));
-        let listed = self.call(path, Sent::Read, children(store, key))?;
-        if !listed.exists || !listed.entries.is_empty() {
-            return Ok(false);
-        }
-        let (store, layout, path2) = (self.bucket(), self.layout.clone(), path.clone());
-        self.call(path, Sent::Write, async move {
-            intent::keep_parent(&store, &layout, &path2).await?;
-            store.delete(&layout.marker(&path2)).await
-        })?;
-        Ok(true)
-    }
-
-    fn total_size(&self) -> StoreResult<u64> {
-        self.stash.clear();
-        let root = MemoryPath::root();
-        self.bytes_in(&root, &root)
-    }
-
-    fn write_within(
-        &self,
-        path: &MemoryPath,
-        data: &[u8],
-        mode: WriteMode,
-        quota: Quota<'_>,
-    ) -> StoreResult<Version> {
-        self.stash.clear();
-        self.settle(path)?;
-        self.with_quota_lock(path, || {
-            let replaced = match (self.find(path)?, mode) {
-                (Found::File(_) | Found::Dir, WriteMode::Create) => {
-                    return Err(StoreError::AlreadyExists { path: path.clone() });
-                }
-                (Found::File(meta), _) => meta.size,
-                _ => 0,
-            };
-            let total = self.bytes_in(path, quota.scope)?;
-            let after = total
-                .saturating_sub(replaced)
-                .saturating_add(data.len() as u64);
-            check_quota(path, after, quota)?;
-            self.write_checked(path, data, mode)
-        })
-    }
-
-    fn update_within(
-        &self,
-        path: &MemoryPath,
-        limit: u64,
-        quota: Quota<'_>,
-        change: &mut Change<'_>,
-    ) -> StoreResult<Updated> {
-        self.stash.clear();
-        self.settle(path)?;
-        self.with_quota_lock(path, || {
+        let mut edit = || {
             retry::until_swapped(cond::ATTEMPTS, cond::BACKOFF, || {
-                let (data, meta) = self.get(path, limit)?;
+                let (data, meta) = self.get(path, options.limit)?;
                 let Ok(new) = change(&data) else {
                     return Ok(Some(Updated::Aborted));
                 };
-                let total = self.bytes_in(path, quota.scope)?;
-                let after = total
-                    .saturating_sub(meta.size)
-                    .saturating_add(new.len() as u64);
-                check_quota(path, after, quota)?;
+                if let Some(quota) = options.quota {
+                    let total = self.bytes_in(path, quota.scope)?;
+                    let after = total
+                        .saturating_sub(meta.size)
+                        .saturating_add(new.len() as u64);
+                    quota.check(path, after)?;
+                }
                 match self.put(path, &new, PutMode::Update(cond::condition(&meta))) {
                     Ok(_) => Ok(Some(Updated::Written(new))),
+                    // Changed (or deleted) since the read: read again.
                     Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => Ok(None),
                     Err(e) => Err(e),
                 }
             })?
             .ok_or_else(|| StoreError::Conflict { path: path.clone() })
-        })
-    }
-
-    fn delete_file_if(
-        &self,
-        path: &MemoryPath,
-        still: &mut dyn FnMut(&Metadata) -> bool,
-    ) -> StoreResult<bool> {
-        self.stash.clear();
-        match self.stat(path)? {
-            Some(m) if m.kind == EntryKind::File && still(&m) => {}
-            _ => return Ok(false),
-        }
-        match self.delete(path) {
-            Ok(()) => Ok(true),
-            Err(StoreError::NotFound { .. }) => Ok(false),
-            Err(e) => Err(e),
+        };
+        match options.quota {
+            Some(_) => self.with_quota_lock(path, edit),
+            None => edit(),
         }
     }
 
@@ -507,13 +493,9 @@ impl MemoryStore for CloudStore {
     fn exclusive(
         &self,
         path: &MemoryPath,
-        f: &mut dyn FnMut() -> StoreResult<()>,
+        f: &mut dyn FnMut(Lock) -> StoreResult<()>,
     ) -> StoreResult<()> {
         let _ = path;
-        f()
-    }
-
-    fn locks_writers(&self) -> bool {
-        false
+        f(Lock::Absent)
     }
 }

@@ -17,7 +17,7 @@ use tokio::sync::oneshot;
 
 /// A handle on the store's I/O thread; clones share it.
 #[derive(Debug, Clone)]
-pub(super) struct Io {
+pub(crate) struct Io {
     inner: Arc<Thread>,
 }
 
@@ -55,7 +55,7 @@ impl Io {
     /// Runs `fut` on the I/O thread and waits for its output. `None` only
     /// if the I/O thread is gone (it cannot be while `self` lives, short
     /// of a panic inside the runtime).
-    pub(super) fn run<F>(&self, fut: F) -> Option<F::Output>
+    pub(crate) fn run<F>(&self, fut: F) -> Option<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,

@@ -7,8 +7,8 @@ use super::ops::Entries;
 use super::{Backend, Commit, Fail, SqlStore};
 use crate::path::MemoryPath;
 use crate::store::{
-    Change, DirEntry, EntryKind, FileContent, Metadata, Quota, StoreError, StoreResult, Tree,
-    Updated, Version, WriteMode,
+    Change, DeleteIf, DeleteOptions, DirEntry, EntryKind, FileContent, Lock, Metadata,
+    RenameOptions, StoreError, StoreResult, Tree, UpdateOptions, Updated, Version, WriteOptions,
 };
 
 /// Runs `f` on this tenant's entries through a plain connection.
@@ -42,12 +42,12 @@ fn mutating<B: Backend, T>(
 pub(crate) fn exclusive<B: Backend>(
     s: &SqlStore<B>,
     path: &MemoryPath,
-    f: &mut dyn FnMut() -> StoreResult<()>,
+    f: &mut dyn FnMut(Lock) -> StoreResult<()>,
 ) -> StoreResult<()> {
     let mut out = Ok(());
     s.db.mutate(&s.tenant, |mut tx| {
         tx.begin_now()?;
-        out = f();
+        out = f(Lock::Held);
         if out.is_ok() {
             tx.commit()?;
         }
@@ -86,12 +86,12 @@ pub(crate) fn write<B: Backend>(
     s: &SqlStore<B>,
     path: &MemoryPath,
     data: &[u8],
-    mode: WriteMode,
+    options: WriteOptions<'_>,
 ) -> StoreResult<Version> {
     if path.is_root() {
-        return Err(StoreError::write_to_root(path, mode));
+        return Err(StoreError::write_to_root(path, options.mode));
     }
-    mutating(s, path, |e| e.write(path, data, mode))
+    mutating(s, path, |e| e.write(path, data, options))
 }
 
 pub(crate) fn list<B: Backend>(s: &SqlStore<B>, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
@@ -105,11 +105,25 @@ pub(crate) fn list_tree<B: Backend>(
     reading(s, dir, |e| e.list_tree(dir))
 }
 
-pub(crate) fn delete<B: Backend>(s: &SqlStore<B>, path: &MemoryPath) -> StoreResult<()> {
+pub(crate) fn delete<B: Backend>(
+    s: &SqlStore<B>,
+    path: &MemoryPath,
+    mut condition: DeleteIf<'_>,
+) -> StoreResult<bool> {
     if path.is_root() {
-        return Err(StoreError::delete_root(path));
+        return match condition {
+            DeleteIf::Exists => Err(StoreError::delete_root(path)),
+            _ => Ok(false),
+        };
     }
-    mutating(s, path, |e| e.delete(path))
+    mutating(s, path, |e| {
+        let condition = match &mut condition {
+            DeleteIf::Exists => DeleteIf::Exists,
+            DeleteIf::EmptyDir => DeleteIf::EmptyDir,
+            DeleteIf::FileWhere(still) => DeleteIf::FileWhere(&mut **still),
+        };
+        e.delete_if(path, condition)
+    })
 }
 
 pub(crate) fn rename<B: Backend>(
@@ -124,64 +138,13 @@ pub(crate) fn rename<B: Backend>(
 pub(crate) fn update<B: Backend>(
     s: &SqlStore<B>,
     path: &MemoryPath,
-    limit: u64,
+    options: UpdateOptions<'_>,
     change: &mut Change<'_>,
 ) -> StoreResult<Updated> {
     if path.is_root() {
         return Err(StoreError::IsADirectory { path: path.clone() });
     }
-    mutating(s, path, |e| e.update(path, limit, change))
-}
-
-pub(crate) fn write_within<B: Backend>(
-    s: &SqlStore<B>,
-    path: &MemoryPath,
-    data: &[u8],
-    mode: WriteMode,
-    quota: Quota<'_>,
-) -> StoreResult<Version> {
-    if path.is_root() {
-        return Err(StoreError::write_to_root(path, mode));
-    }
-    mutating(s, path, |e| e.write_within(path, data, mode, quota))
-}
-
-pub(crate) fn update_within<B: Backend>(
-    s: &SqlStore<B>,
-    path: &MemoryPath,
-    limit: u64,
-    quota: Quota<'_>,
-    change: &mut Change<'_>,
-) -> StoreResult<Updated> {
-    if path.is_root() {
-        return Err(StoreError::IsADirectory { path: path.clone() });
-    }
-    mutating(s, path, |e| e.update_within(path, limit, quota, change))
-}
-
-pub(crate) fn delete_file_if<B: Backend>(
-    s: &SqlStore<B>,
-    path: &MemoryPath,
-    still: &mut dyn FnMut(&Metadata) -> bool,
-) -> StoreResult<bool> {
-    if path.is_root() {
-        return Ok(false);
-    }
-    mutating(s, path, |e| e.delete_file_if(path, still))
-}
-
-pub(crate) fn remove_empty_dir<B: Backend>(
-    s: &SqlStore<B>,
-    path: &MemoryPath,
-) -> StoreResult<bool> {
-    if path.is_root() {
-        return Ok(false);
-    }
-    mutating(s, path, |e| e.remove_empty_dir(path))
-}
-
-pub(crate) fn total_size<B: Backend>(s: &SqlStore<B>) -> StoreResult<u64> {
-    reading(s, &MemoryPath::root(), |e| e.total_size())
+    mutating(s, path, |e| e.update(path, options, change))
 }
 
 /// Implements [`MemoryStore`](crate::store::MemoryStore) for a public SQL
@@ -195,13 +158,14 @@ macro_rules! sql_store {
             fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
                 read(&self.0, path, limit)
             }
-            fn write(
+            /// A cap is checked in the write's locked transaction.
+            fn write_opts(
                 &self,
                 path: &MemoryPath,
                 data: &[u8],
-                mode: WriteMode,
+                options: WriteOptions<'_>,
             ) -> StoreResult<Version> {
-                write(&self.0, path, data, mode)
+                write(&self.0, path, data, options)
             }
             fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
                 list(&self.0, dir)
@@ -210,55 +174,31 @@ macro_rules! sql_store {
             fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<Tree>> {
                 list_tree(&self.0, dir)
             }
-            fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
-                delete(&self.0, path)
+            /// One locked transaction; an empty directory goes in one
+            /// statement.
+            fn delete_opts(
+                &self,
+                path: &MemoryPath,
+                options: DeleteOptions<'_>,
+            ) -> StoreResult<bool> {
+                delete(&self.0, path, options.condition)
             }
-            fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+            fn rename_opts(
+                &self,
+                from: &MemoryPath,
+                to: &MemoryPath,
+                _: RenameOptions<'_>,
+            ) -> StoreResult<()> {
                 rename(&self.0, from, to)
             }
-            /// One locked transaction: read, `change` once, write.
-            fn update(
-                &self,
-                path: &MemoryPath,
-                limit: u64,
-                change: &mut Change<'_>,
-            ) -> StoreResult<Updated> {
-                update(&self.0, path, limit, change)
-            }
-            /// The cap is checked in the write's locked transaction.
-            fn write_within(
-                &self,
-                path: &MemoryPath,
-                data: &[u8],
-                mode: WriteMode,
-                quota: Quota<'_>,
-            ) -> StoreResult<Version> {
-                write_within(&self.0, path, data, mode, quota)
-            }
             /// One locked transaction: read, `change` once, the cap, write.
-            fn update_within(
+            fn update_opts(
                 &self,
                 path: &MemoryPath,
-                limit: u64,
-                quota: Quota<'_>,
+                options: UpdateOptions<'_>,
                 change: &mut Change<'_>,
             ) -> StoreResult<Updated> {
-                update_within(&self.0, path, limit, quota, change)
-            }
-            /// One locked transaction.
-            fn delete_file_if(
-                &self,
-                path: &MemoryPath,
-                still: &mut dyn FnMut(&Metadata) -> bool,
-            ) -> StoreResult<bool> {
-                delete_file_if(&self.0, path, still)
-            }
-            /// One statement in the locked transaction.
-            fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-                remove_empty_dir(&self.0, path)
-            }
-            fn total_size(&self) -> StoreResult<u64> {
-                total_size(&self.0)
+                update(&self.0, path, options, change)
             }
             /// One transaction holding the tenant's write lock for the
             /// whole of `f`: `f`'s own changes on this thread join it (a
@@ -267,13 +207,9 @@ macro_rules! sql_store {
             fn exclusive(
                 &self,
                 path: &MemoryPath,
-                f: &mut dyn FnMut() -> StoreResult<()>,
+                f: &mut dyn FnMut(Lock) -> StoreResult<()>,
             ) -> StoreResult<()> {
                 exclusive(&self.0, path, f)
-            }
-
-            fn locks_writers(&self) -> bool {
-                true
             }
         }
     };

@@ -20,7 +20,9 @@ use super::record::CONTROL_PREFIX;
 use super::store::EncryptedStore;
 use crate::path::MemoryPath;
 use crate::store::walk::{Flow, Order, Step, walk, walk_skipping_unlistable};
-use crate::store::{EntryKind, MemoryStore, StoreError, StoreResult, WriteMode};
+use crate::store::{
+    EntryKind, Lock, MemoryStore, MemoryStoreExt, StoreError, StoreResult, WriteMode,
+};
 
 const JOURNAL_PREFIX: &str = "_claude-memory-move-";
 /// The journal's name where the wrapped store locks its writers (moves
@@ -101,16 +103,16 @@ impl<S: MemoryStore> EncryptedStore<S> {
         let stored = self.enc(from).unwrap_or_else(MemoryPath::root);
         let mut result = Ok(());
         self.inner()
-            .exclusive(&stored, &mut || {
-                result = self.move_locked(from, to);
+            .exclusive(&stored, &mut |lock| {
+                result = self.move_locked(from, to, lock);
                 Ok(())
             })
             .map_err(|e| self.outer(e, &[(&stored, from)]))?;
         result
     }
 
-    fn move_locked(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
-        self.finish_pending_locked(from)?;
+    fn move_locked(&self, from: &MemoryPath, to: &MemoryPath, lock: Lock) -> StoreResult<()> {
+        self.finish_pending_locked(from, lock)?;
         let _moving = Moving::start(self.keys());
         let Some(kind) = self.stat(from)?.map(|m| m.kind) else {
             return Err(StoreError::NotFound { path: from.clone() });
@@ -143,7 +145,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
             })?;
         }
         StoreError::check_depth(from, to, below)?;
-        let journal = self.write_journal(from, to)?;
+        let journal = self.write_journal(from, to, lock)?;
         let mut copied = Copied::default();
         if let Err(e) = self.copy_tree(from, to, Copying::Live, None, &mut copied) {
             // All or nothing (SPEC §7): a copy that failed part way (a
@@ -225,7 +227,12 @@ impl<S: MemoryStore> EncryptedStore<S> {
         }
     }
 
-    fn write_journal(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<MemoryPath> {
+    fn write_journal(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        lock: Lock,
+    ) -> StoreResult<MemoryPath> {
         // A process whose key is being rotated away writes no journal (it
         // would be sealed under a key the rotation retires).
         self.check_rotation(from)?;
@@ -233,7 +240,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
             path: from.clone(),
             source: Box::new(e),
         };
-        let name = if self.inner().locks_writers() {
+        let name = if lock == Lock::Held {
             LOCKED_JOURNAL.to_owned()
         } else {
             // No lock: moves may run at once, each with its own journal.

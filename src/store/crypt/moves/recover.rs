@@ -57,8 +57,8 @@ impl<S: MemoryStore> EncryptedStore<S> {
     /// a tree it may have half moved (an edit of a half-made copy would
     /// otherwise meet the finished move later). One `stat` when there is
     /// none. `path` names the change in an error.
-    pub(crate) fn finish_pending_locked(&self, path: &MemoryPath) -> StoreResult<()> {
-        if !self.inner().locks_writers() || self.keys().moving.load(Ordering::Relaxed) {
+    pub(crate) fn finish_pending_locked(&self, path: &MemoryPath, lock: Lock) -> StoreResult<()> {
+        if lock == Lock::Absent || self.keys().moving.load(Ordering::Relaxed) {
             return Ok(());
         }
         let Some(journal) = MemoryPath::root().join(LOCKED_JOURNAL) else {
@@ -67,7 +67,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
         if self.inner().stat(&journal)?.is_none() {
             return Ok(());
         }
-        self.recover_locked().map(|_| ()).map_err(|e| match e {
+        self.recover_locked(lock).map(|_| ()).map_err(|e| match e {
             CryptError::Store(e) => e,
             e => StoreError::Backend {
                 path: path.clone(),
@@ -86,19 +86,19 @@ impl<S: MemoryStore> EncryptedStore<S> {
         let root = MemoryPath::root();
         let mut result = Ok(0);
         self.inner()
-            .exclusive(&root, &mut || {
-                result = self.recover_locked();
+            .exclusive(&root, &mut |lock| {
+                result = self.recover_locked(lock);
                 Ok(())
             })
             .map_err(CryptError::Store)?;
         result
     }
 
-    fn recover_locked(&self) -> Result<usize, CryptError> {
+    fn recover_locked(&self, lock: Lock) -> Result<usize, CryptError> {
         let _moving = Moving::start(self.keys());
         let root = MemoryPath::root();
         let entries = self.inner().list(&root).map_err(CryptError::Store)?;
-        let locked = self.inner().locks_writers();
+        let locked = lock == Lock::Held;
         let mut left = 0;
         for entry in entries {
             if !entry.name.starts_with(JOURNAL_PREFIX) || !entry.name.starts_with(CONTROL_PREFIX) {

@@ -52,8 +52,9 @@ use super::lock::{StoreLock, WriteLock};
 use super::version::content_version;
 use crate::path::MemoryPath;
 use crate::store::{
-    Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Op, Quota,
-    StoreError, StoreResult, Updated, Version, WriteMode,
+    Change, DeleteIf, DeleteOptions, DirEntry, EntryKind, FileContent, FileReader, Lock,
+    MemoryStore, Metadata, Op, RenameOptions, StoreError, StoreResult, UpdateOptions, Updated,
+    Version, WriteOptions,
 };
 
 const LOCK_FILE: &str = ".claude-memory.lock";
@@ -223,80 +224,29 @@ impl MemoryStore for FilesystemStore {
         })
     }
 
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        self.write_checked(path, data, mode, None)
-    }
-
-    /// The quota is totalled under the write lock, so no writer of this
+    /// A quota is totalled under the write lock, so no writer of this
     /// store (thread or process) can write between the check and the
     /// write. Only a write with a quota walks the tree.
-    fn write_within(
+    fn write_opts(
         &self,
         path: &MemoryPath,
         data: &[u8],
-        mode: WriteMode,
-        quota: Quota<'_>,
+        options: WriteOptions<'_>,
     ) -> StoreResult<Version> {
-        self.write_checked(path, data, mode, Some(quota))
+        self.write_checked(path, data, options.mode, options.quota)
     }
 
     /// Runs `change` once, under the store's write lock (the in-process
     /// mutex and the `flock`), so a concurrent edit from any thread or
-    /// process of this machine waits instead of conflicting.
-    fn update(
+    /// process of this machine waits instead of conflicting; a quota is
+    /// checked under the same lock.
+    fn update_opts(
         &self,
         path: &MemoryPath,
-        limit: u64,
+        options: UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        self.update_checked(path, limit, None, change)
-    }
-
-    /// As `update`, with the quota checked under the same lock.
-    fn update_within(
-        &self,
-        path: &MemoryPath,
-        limit: u64,
-        quota: Quota<'_>,
-        change: &mut Change<'_>,
-    ) -> StoreResult<Updated> {
-        self.update_checked(path, limit, Some(quota), change)
-    }
-
-    /// `stat` and `unlink` under the write lock.
-    fn delete_file_if(
-        &self,
-        path: &MemoryPath,
-        still: &mut dyn FnMut(&Metadata) -> bool,
-    ) -> StoreResult<bool> {
-        let Some(name) = path.name() else {
-            return Ok(false);
-        };
-        let _lock = self.lock(path)?;
-        let dir = match self.parent(path)? {
-            Parent::Dir(fd) => fd,
-            _ => return Ok(false),
-        };
-        let Entry::File(stat) =
-            entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Delete, path, e))?
-        else {
-            return Ok(false);
-        };
-        let metadata = Metadata {
-            kind: EntryKind::File,
-            len: stat.st_size as u64,
-            modified: modified(&stat),
-        };
-        if !still(&metadata) {
-            return Ok(false);
-        }
-        match sys::unlink(&dir, name) {
-            Ok(()) => {}
-            Err(Errno::NOENT) => return Ok(false),
-            Err(e) => return Err(io_error(Op::Delete, path, e)),
-        }
-        self.sync(path, &dir)?;
-        Ok(true)
+        self.update_checked(path, options.limit, options.quota, change)
     }
 
     fn list(&self, dir_path: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
@@ -361,54 +311,66 @@ impl MemoryStore for FilesystemStore {
         Ok(entries)
     }
 
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+    /// The entry is examined and removed under the write lock; an empty
+    /// directory goes by `rmdir`, which the kernel refuses for a
+    /// directory that is not empty at that instant.
+    fn delete_opts(&self, path: &MemoryPath, options: DeleteOptions<'_>) -> StoreResult<bool> {
+        let mut condition = options.condition;
+        let exists = matches!(condition, DeleteIf::Exists);
+        let missing = || match exists {
+            true => Err(StoreError::NotFound { path: path.clone() }),
+            false => Ok(false),
+        };
         let Some(name) = path.name() else {
-            return Err(StoreError::delete_root(path));
+            return match exists {
+                true => Err(StoreError::delete_root(path)),
+                false => Ok(false),
+            };
         };
         let _lock = self.lock(path)?;
         let dir = match self.parent(path)? {
             Parent::Dir(fd) => fd,
-            _ => return Err(StoreError::NotFound { path: path.clone() }),
+            _ => return missing(),
         };
-        let result = match entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Delete, path, e))? {
+        let entry = entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Delete, path, e))?;
+        let result = match (&mut condition, entry) {
             // A FIFO, socket or device is no memory entry: missing.
-            Entry::Absent | Entry::Other => {
-                return Err(StoreError::NotFound { path: path.clone() });
+            (_, Entry::Absent | Entry::Other) => return missing(),
+            (DeleteIf::Exists, Entry::Dir) => tree::remove_tree(dir.as_fd(), name),
+            (DeleteIf::Exists, _) => sys::unlink(&dir, name),
+            (DeleteIf::EmptyDir, Entry::Dir) => match sys::remove_dir(&dir, name) {
+                Err(Errno::NOTEMPTY | Errno::EXIST | Errno::NOENT | Errno::NOTDIR) => {
+                    return Ok(false);
+                }
+                other => other,
+            },
+            (DeleteIf::FileWhere(still), Entry::File(stat)) => {
+                let metadata = Metadata {
+                    kind: EntryKind::File,
+                    len: stat.st_size as u64,
+                    modified: modified(&stat),
+                };
+                if !still(&metadata) {
+                    return Ok(false);
+                }
+                match sys::unlink(&dir, name) {
+                    Err(Errno::NOENT) => return Ok(false),
+                    other => other,
+                }
             }
-            Entry::Dir => tree::remove_tree(dir.as_fd(), name),
-            _ => sys::unlink(&dir, name),
-        };
-        result.map_err(|e| io_error(Op::Delete, path, e))?;
-        self.sync(path, &dir)
-    }
-
-    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        let Some(name) = path.name() else {
-            return Ok(false);
-        };
-        let _lock = self.lock(path)?;
-        let dir = match self.parent(path)? {
-            Parent::Dir(fd) => fd,
             _ => return Ok(false),
         };
-        if !matches!(
-            entry_at(dir.as_fd(), name).map_err(|e| io_error(Op::Delete, path, e))?,
-            Entry::Dir
-        ) {
-            return Ok(false);
-        }
-        // `rmdir`: the kernel refuses a directory that is not empty at
-        // that instant.
-        match sys::remove_dir(&dir, name) {
-            Ok(()) => {}
-            Err(Errno::NOTEMPTY | Errno::EXIST | Errno::NOENT | Errno::NOTDIR) => return Ok(false),
-            Err(e) => return Err(io_error(Op::Delete, path, e)),
-        }
+        result.map_err(|e| io_error(Op::Delete, path, e))?;
         self.sync(path, &dir)?;
         Ok(true)
     }
 
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        _: RenameOptions<'_>,
+    ) -> StoreResult<()> {
         StoreError::check_rename(from, to)?;
         let from_name = from.name().unwrap_or_default();
         let _lock = self.lock(from)?;
@@ -467,19 +429,14 @@ impl MemoryStore for FilesystemStore {
     /// Holds the write lock (the in-process mutex and the OS file lock on
     /// the lock file) for the whole of `f`, whose own writes on this
     /// thread take it again: every other writer of this directory, in any
-    /// process or handle, waits.
+    /// process or handle, waits. A store opened read-only refuses, as it
+    /// refuses every change.
     fn exclusive(
         &self,
         path: &MemoryPath,
-        f: &mut dyn FnMut() -> StoreResult<()>,
+        f: &mut dyn FnMut(Lock) -> StoreResult<()>,
     ) -> StoreResult<()> {
         let _lock = self.lock(path)?;
-        f()
-    }
-
-    /// Yes, unless the store was opened read-only (no lock file, and no
-    /// writes).
-    fn locks_writers(&self) -> bool {
-        !self.lock.is_read_only()
+        f(Lock::Held)
     }
 }

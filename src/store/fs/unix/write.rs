@@ -13,7 +13,6 @@ use super::{FilesystemStore, cleanup, sys};
 use crate::path::MemoryPath;
 use crate::store::{
     Change, MemoryStore, Op, Quota, StoreError, StoreResult, Updated, Version, WriteMode,
-    bytes_below, check_quota,
 };
 
 impl FilesystemStore {
@@ -55,7 +54,7 @@ impl FilesystemStore {
         self.sync(path, dir)
     }
 
-    /// `write`, and with a quota `write_within`, under the write lock.
+    /// `write_opts`, with its quota if any, under the write lock.
     pub(super) fn write_checked(
         &self,
         path: &MemoryPath,
@@ -92,10 +91,7 @@ impl FilesystemStore {
                 (Entry::File(stat), _) => stat.st_size as u64,
                 _ => 0,
             };
-            let after = bytes_below(self, quota.scope)?
-                .saturating_sub(replaced)
-                .saturating_add(data.len() as u64);
-            check_quota(path, after, quota)?;
+            quota.check_walked(self, path, replaced, data.len() as u64)?;
         }
         if let Some(depth) = parent_file {
             return Err(StoreError::parent_not_directory(path, depth));
@@ -138,7 +134,7 @@ impl FilesystemStore {
         Ok(content_version(data))
     }
 
-    /// `update`, and with a quota `update_within`, under the write lock.
+    /// `update_opts`, with its quota if any, under the write lock.
     pub(super) fn update_checked(
         &self,
         path: &MemoryPath,
@@ -152,10 +148,8 @@ impl FilesystemStore {
             return Ok(Updated::Aborted);
         };
         if let Some(quota) = quota {
-            let after = bytes_below(self, quota.scope)?
-                .saturating_sub(current.data.len() as u64)
-                .saturating_add(new.len() as u64);
-            check_quota(path, after, quota)?;
+            let (old, new_len) = (current.data.len() as u64, new.len() as u64);
+            quota.check_walked(self, path, old, new_len)?;
         }
         let name = path.name().unwrap_or_default();
         // The file cannot have changed under the lock, except by a writer

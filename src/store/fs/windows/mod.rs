@@ -39,8 +39,9 @@ use super::lock::{StoreLock, WriteLock};
 use super::version::content_version;
 use crate::path::MemoryPath;
 use crate::store::{
-    Change, DirEntry, EntryKind, FileContent, FileReader, MemoryStore, Metadata, Op, StoreError,
-    StoreResult, Updated, Version, WriteMode,
+    Change, DeleteIf, DeleteOptions, DirEntry, EntryKind, FileContent, FileReader, Lock,
+    MemoryStore, Metadata, Op, RenameOptions, StoreError, StoreResult, UpdateOptions, Updated,
+    Version, WriteOptions,
 };
 
 const LOCK_FILE: &str = ".claude-memory.lock";
@@ -285,59 +286,26 @@ impl MemoryStore for FilesystemStore {
         })
     }
 
-    fn write(&self, path: &MemoryPath, data: &[u8], mode: WriteMode) -> StoreResult<Version> {
-        let _lock = self.lock(path)?;
-        let Some(name) = path.name() else {
-            return Err(StoreError::write_to_root(path, mode));
-        };
-        let existing = if Self::unreachable(path) {
-            Entry::Absent
-        } else {
-            match self.parent(path)? {
-                Parent::File(depth) => return Err(StoreError::parent_not_directory(path, depth)),
-                Parent::Missing => Entry::Absent,
-                Parent::Dir(dir) => self.entry(&dir, name, Op::Stat, path)?,
-            }
-        };
-        match (existing, mode) {
-            (Entry::Reparse { .. }, _) => return Err(StoreError::Symlink { path: path.clone() }),
-            (Entry::Absent, WriteMode::Update(_)) => {
-                return Err(StoreError::NotFound { path: path.clone() });
-            }
-            (Entry::Absent, _) => Self::check_names(path)?,
-            (_, WriteMode::Create) => return Err(StoreError::AlreadyExists { path: path.clone() }),
-            (Entry::Dir, _) => return Err(StoreError::IsADirectory { path: path.clone() }),
-            (Entry::File(_), WriteMode::Overwrite) => {}
-            (Entry::File(_), WriteMode::Update(expected)) => {
-                let current = self.read(path, u64::MAX)?;
-                if current.version != expected {
-                    return Err(StoreError::Conflict { path: path.clone() });
-                }
-            }
-        }
-        let (dir, made) = self.make_parent(path)?;
-        if let Err(e) = self.install(path, &dir, name, data, mode == WriteMode::Create) {
-            made.remove();
-            return Err(e);
-        }
-        Ok(content_version(data))
-    }
-
-    /// Runs `change` once, under the store's write lock.
-    fn update(
+    /// A quota is totalled under the write lock, so no writer of this
+    /// store can write between the check and the write.
+    fn write_opts(
         &self,
         path: &MemoryPath,
-        limit: u64,
+        data: &[u8],
+        options: WriteOptions<'_>,
+    ) -> StoreResult<Version> {
+        self.write_checked(path, data, options)
+    }
+
+    /// Runs `change` once, under the store's write lock, and checks a
+    /// quota under it too.
+    fn update_opts(
+        &self,
+        path: &MemoryPath,
+        options: UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        let _lock = self.lock(path)?;
-        let (dir, current) = self.read_in_dir(path, limit)?;
-        let Ok(new) = change(&current.data) else {
-            return Ok(Updated::Aborted);
-        };
-        let name = path.name().unwrap_or_default();
-        self.install(path, &dir, name, &new, false)?;
-        Ok(Updated::Written(new))
+        self.update_checked(path, options, change)
     }
 
     fn list(&self, dir_path: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
@@ -396,54 +364,69 @@ impl MemoryStore for FilesystemStore {
         Ok(entries)
     }
 
-    fn delete(&self, path: &MemoryPath) -> StoreResult<()> {
+    /// The entry is examined and removed under the write lock; an empty
+    /// directory goes by `RemoveDirectoryW`, which refuses a directory
+    /// that is not empty at that instant.
+    fn delete_opts(&self, path: &MemoryPath, options: DeleteOptions<'_>) -> StoreResult<bool> {
+        let mut condition = options.condition;
+        let exists = matches!(condition, DeleteIf::Exists);
+        let missing = || match exists {
+            true => Err(StoreError::NotFound { path: path.clone() }),
+            false => Ok(false),
+        };
         let Some(name) = path.name() else {
-            return Err(StoreError::delete_root(path));
+            return match exists {
+                true => Err(StoreError::delete_root(path)),
+                false => Ok(false),
+            };
         };
         let _lock = self.lock(path)?;
-        let not_found = || StoreError::NotFound { path: path.clone() };
         if Self::unreachable(path) {
-            return Err(not_found());
+            return missing();
         }
         let dir = match self.parent(path)? {
             Parent::Dir(dir) => dir,
-            _ => return Err(not_found()),
+            _ => return missing(),
         };
         let target = dir.join(name);
-        let result = match self.entry(&dir, name, Op::Delete, path)? {
-            Entry::Absent => return Err(not_found()),
-            Entry::Dir => host::remove_tree(&target),
+        let result = match (&mut condition, self.entry(&dir, name, Op::Delete, path)?) {
+            (_, Entry::Absent) => return missing(),
+            (DeleteIf::Exists, Entry::Dir) => host::remove_tree(&target),
             // The link or junction itself, never its target.
-            Entry::Reparse { dir: true } => host::remove_dir(&target),
-            Entry::Reparse { dir: false } | Entry::File(_) => host::remove_file(&target),
-        };
-        result.map_err(|e| io_error(Op::Delete, path, e))
-    }
-
-    fn remove_empty_dir(&self, path: &MemoryPath) -> StoreResult<bool> {
-        let Some(name) = path.name() else {
-            return Ok(false);
-        };
-        let _lock = self.lock(path)?;
-        if Self::unreachable(path) {
-            return Ok(false);
-        }
-        let dir = match self.parent(path)? {
-            Parent::Dir(dir) => dir,
+            (DeleteIf::Exists, Entry::Reparse { dir: true }) => host::remove_dir(&target),
+            (DeleteIf::Exists, Entry::Reparse { dir: false } | Entry::File(_)) => {
+                host::remove_file(&target)
+            }
+            (DeleteIf::EmptyDir, Entry::Dir) => match host::remove_dir(&target) {
+                Err(e) if host::is_not_empty(&e) || host::is_not_found(&e) => return Ok(false),
+                other => other,
+            },
+            (DeleteIf::FileWhere(still), Entry::File(meta)) => {
+                let metadata = Metadata {
+                    kind: EntryKind::File,
+                    len: meta.len(),
+                    modified: meta.modified().ok(),
+                };
+                if !still(&metadata) {
+                    return Ok(false);
+                }
+                match host::remove_file(&target) {
+                    Err(e) if host::is_not_found(&e) => return Ok(false),
+                    other => other,
+                }
+            }
             _ => return Ok(false),
         };
-        if !matches!(self.entry(&dir, name, Op::Delete, path)?, Entry::Dir) {
-            return Ok(false);
-        }
-        // `RemoveDirectoryW` refuses a directory that is not empty.
-        match host::remove_dir(&dir.join(name)) {
-            Ok(()) => Ok(true),
-            Err(e) if host::is_not_empty(&e) || host::is_not_found(&e) => Ok(false),
-            Err(e) => Err(io_error(Op::Delete, path, e)),
-        }
+        result.map_err(|e| io_error(Op::Delete, path, e))?;
+        Ok(true)
     }
 
-    fn rename(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+    fn rename_opts(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        _: RenameOptions<'_>,
+    ) -> StoreResult<()> {
         StoreError::check_rename(from, to)?;
         let from_name = from.name().unwrap_or_default();
         let _lock = self.lock(from)?;
@@ -521,20 +504,15 @@ impl MemoryStore for FilesystemStore {
     /// Holds the write lock (the in-process mutex and the OS file lock on
     /// the lock file) for the whole of `f`, whose own writes on this
     /// thread take it again: every other writer of this directory, in any
-    /// process or handle, waits.
+    /// process or handle, waits. A store opened read-only refuses, as it
+    /// refuses every change.
     fn exclusive(
         &self,
         path: &MemoryPath,
-        f: &mut dyn FnMut() -> StoreResult<()>,
+        f: &mut dyn FnMut(Lock) -> StoreResult<()>,
     ) -> StoreResult<()> {
         let _lock = self.lock(path)?;
-        f()
-    }
-
-    /// Yes, unless the store was opened read-only (no lock file, and no
-    /// writes).
-    fn locks_writers(&self) -> bool {
-        !self.lock.is_read_only()
+        f(Lock::Held)
     }
 }
 
@@ -542,7 +520,7 @@ impl MemoryStore for FilesystemStore {
 mod tests {
     use super::FilesystemStore;
     use crate::path::MemoryPath;
-    use crate::store::{MemoryStore, StoreError, WriteMode};
+    use crate::store::{MemoryStore, MemoryStoreExt, StoreError, WriteMode};
 
     fn store() -> (tempfile::TempDir, FilesystemStore) {
         let dir = tempfile::tempdir().unwrap();

@@ -5,10 +5,14 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
-use super::host::{self, Dir, Pinned, io_error};
-use super::{FilesystemStore, TEMP_PREFIX};
+use super::super::version::content_version;
+use super::host::{self, Dir, Entry, Pinned, io_error};
+use super::{FilesystemStore, Parent, TEMP_PREFIX};
 use crate::path::MemoryPath;
-use crate::store::{Op, StoreError, StoreResult};
+use crate::store::{
+    Change, MemoryStore, Op, StoreError, StoreResult, UpdateOptions, Updated, Version, WriteMode,
+    WriteOptions,
+};
 
 /// Directories a write created on its way (host paths, outermost first),
 /// so a failed write can remove them again.
@@ -109,5 +113,88 @@ impl FilesystemStore {
             let _ = host::remove_file(&temp_path);
         }
         result
+    }
+}
+
+impl FilesystemStore {
+    /// `write_opts`, with its quota if any, under the write lock.
+    pub(super) fn write_checked(
+        &self,
+        path: &MemoryPath,
+        data: &[u8],
+        options: WriteOptions<'_>,
+    ) -> StoreResult<Version> {
+        let mode = options.mode;
+        let _lock = self.lock(path)?;
+        let Some(name) = path.name() else {
+            return Err(StoreError::write_to_root(path, mode));
+        };
+        let existing = if Self::unreachable(path) {
+            Entry::Absent
+        } else {
+            match self.parent(path)? {
+                Parent::File(depth) => return Err(StoreError::parent_not_directory(path, depth)),
+                Parent::Missing => Entry::Absent,
+                Parent::Dir(dir) => self.entry(&dir, name, Op::Stat, path)?,
+            }
+        };
+        if let Some(quota) = options.quota {
+            let replaced = match (&existing, mode) {
+                (Entry::Reparse { .. }, _) => {
+                    return Err(StoreError::Symlink { path: path.clone() });
+                }
+                (Entry::Absent, _) => 0,
+                (_, WriteMode::Create) => {
+                    return Err(StoreError::AlreadyExists { path: path.clone() });
+                }
+                (Entry::File(meta), _) => meta.len(),
+                _ => 0,
+            };
+            quota.check_walked(self, path, replaced, data.len() as u64)?;
+        }
+        match (existing, mode) {
+            (Entry::Reparse { .. }, _) => return Err(StoreError::Symlink { path: path.clone() }),
+            (Entry::Absent, WriteMode::Update(_)) => {
+                return Err(StoreError::NotFound { path: path.clone() });
+            }
+            (Entry::Absent, _) => Self::check_names(path)?,
+            (_, WriteMode::Create) => return Err(StoreError::AlreadyExists { path: path.clone() }),
+            (Entry::Dir, _) => return Err(StoreError::IsADirectory { path: path.clone() }),
+            (Entry::File(_), WriteMode::Overwrite) => {}
+            (Entry::File(_), WriteMode::Update(expected)) => {
+                let current = self.read(path, u64::MAX)?;
+                if current.version != expected {
+                    return Err(StoreError::Conflict { path: path.clone() });
+                }
+            }
+        }
+        let (dir, made) = self.make_parent(path)?;
+        if let Err(e) = self.install(path, &dir, name, data, mode == WriteMode::Create) {
+            made.remove();
+            return Err(e);
+        }
+        Ok(content_version(data))
+    }
+
+    /// `update_opts`: `change` once, and its quota if any, under the
+    /// write lock.
+    pub(super) fn update_checked(
+        &self,
+        path: &MemoryPath,
+        options: UpdateOptions<'_>,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        let _lock = self.lock(path)?;
+        let (dir, current) = self.read_in_dir(path, options.limit)?;
+        let Ok(new) = change(&current.data) else {
+            return Ok(Updated::Aborted);
+        };
+        if let Some(quota) = options.quota {
+            let (old, new_len) = (current.data.len() as u64, new.len() as u64);
+            quota.check_walked(self, path, old, new_len)?;
+        }
+        let name = path.name().unwrap_or_default();
+        self.install(path, &dir, name, &new, false)?;
+        Ok(Updated::Written(new))
     }
 }

@@ -14,8 +14,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::{Dialect, Fail, Param};
 use crate::path::MemoryPath;
 use crate::store::{
-    Change, DirEntry, EntryKind, FileContent, Metadata, Quota, StoreError, Tree, Updated, Version,
-    WriteMode, check_quota,
+    Change, DeleteIf, DirEntry, EntryKind, FileContent, Metadata, Quota, StoreError, Tree,
+    UpdateOptions, Updated, Version, WriteMode, WriteOptions,
 };
 
 /// A query that always returns a row returned none.
@@ -266,19 +266,36 @@ impl<'a, D: Dialect> Entries<'a, D> {
         }
     }
 
-    /// Writes a non-root file; run it in the locked transaction. One query
-    /// reads the file's row and its ancestors'; directories are inserted
-    /// only when missing.
+    /// Writes a non-root file, under a size cap if `options` has one; run
+    /// it in the locked transaction (so concurrent writers cannot
+    /// overshoot the cap). One query reads the file's row and its
+    /// ancestors'; directories are inserted only when missing. Checks:
+    /// "already exists" first for a create, then the cap, then the
+    /// write's.
     pub(crate) fn write(
         &mut self,
         path: &MemoryPath,
         data: &[u8],
-        mode: WriteMode,
+        options: WriteOptions<'_>,
     ) -> Result<Version, Fail> {
+        let WriteOptions { mode, quota, .. } = options;
         if let Some(sql) = D::WRITE_CHECKED {
-            return self.write_checked(sql, path, data, mode, None);
+            return self.write_checked(sql, path, data, mode, quota);
         }
         let rows = self.lineage(path.components())?;
+        let Some(quota) = quota else {
+            return self.write_over(path, data, mode, rows);
+        };
+        let replaced = match (rows.last(), mode) {
+            (Some(Some(_)), WriteMode::Create) => return self.write_over(path, data, mode, rows),
+            (Some(Some(r)), _) if !r.is_dir => r.len as u64,
+            _ => 0,
+        };
+        let after = self
+            .bytes_below(quota.scope)?
+            .saturating_sub(replaced)
+            .saturating_add(data.len() as u64);
+        quota.check(path, after)?;
         self.write_over(path, data, mode, rows)
     }
 
@@ -357,7 +374,7 @@ impl<'a, D: Dialect> Entries<'a, D> {
     /// Why a write of `len` bytes was refused, from its lineage's rows
     /// (the ancestors' from the top, then its own) and, under a cap, the
     /// bytes below the cap's scope: the checks of
-    /// [`write_within`](Self::write_within) and
+    /// [`write`](Self::write) under a cap and
     /// [`write_over`](Self::write_over), in their order.
     fn refusal(
         path: &MemoryPath,
@@ -375,7 +392,7 @@ impl<'a, D: Dialect> Entries<'a, D> {
             };
             if let Some(replaced) = replaced {
                 let after = total.saturating_sub(replaced).saturating_add(len as u64);
-                if let Err(e) = check_quota(path, after, quota) {
+                if let Err(e) = quota.check(path, after) {
                     return e.into();
                 }
             }
@@ -455,17 +472,25 @@ impl<'a, D: Dialect> Entries<'a, D> {
     }
 
     /// Read-modify-write of a non-root file; run it in the locked
-    /// transaction, so no other edit comes between the read and the write.
+    /// transaction, so no other edit comes between the read and the write:
+    /// read, `change` once, the cap if any, write.
     pub(crate) fn update(
         &mut self,
         path: &MemoryPath,
-        limit: u64,
+        options: UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> Result<Updated, Fail> {
-        let current = self.read(path, limit)?;
+        let current = self.read(path, options.limit)?;
         let Ok(new) = change(&current.data) else {
             return Ok(Updated::Aborted);
         };
+        if let Some(quota) = options.quota {
+            let after = self
+                .bytes_below(quota.scope)?
+                .saturating_sub(current.data.len() as u64)
+                .saturating_add(new.len() as u64);
+            quota.check(path, after)?;
+        }
         self.put_file(path.components(), &new)?;
         Ok(Updated::Written(new))
     }
@@ -486,67 +511,24 @@ impl<'a, D: Dialect> Entries<'a, D> {
         Ok(n as u64)
     }
 
-    /// [`write`](Self::write) under a size cap, checked in the same locked
-    /// transaction (so concurrent writers cannot overshoot it): "already
-    /// exists" first for a create, then the cap, then the write's checks.
-    pub(crate) fn write_within(
-        &mut self,
-        path: &MemoryPath,
-        data: &[u8],
-        mode: WriteMode,
-        quota: Quota<'_>,
-    ) -> Result<Version, Fail> {
-        if let Some(sql) = D::WRITE_CHECKED {
-            return self.write_checked(sql, path, data, mode, Some(quota));
-        }
-        let rows = self.lineage(path.components())?;
-        let replaced = match (rows.last(), mode) {
-            (Some(Some(_)), WriteMode::Create) => return self.write_over(path, data, mode, rows),
-            (Some(Some(r)), _) if !r.is_dir => r.len as u64,
-            _ => 0,
-        };
-        let after = self
-            .bytes_below(quota.scope)?
-            .saturating_sub(replaced)
-            .saturating_add(data.len() as u64);
-        check_quota(path, after, quota)?;
-        self.write_over(path, data, mode, rows)
-    }
-
-    /// [`update`](Self::update) under a size cap, in one locked
-    /// transaction: read, `change` once, the cap, write.
-    pub(crate) fn update_within(
-        &mut self,
-        path: &MemoryPath,
-        limit: u64,
-        quota: Quota<'_>,
-        change: &mut Change<'_>,
-    ) -> Result<Updated, Fail> {
-        let current = self.read(path, limit)?;
-        let Ok(new) = change(&current.data) else {
-            return Ok(Updated::Aborted);
-        };
-        let after = self
-            .bytes_below(quota.scope)?
-            .saturating_sub(current.data.len() as u64)
-            .saturating_add(new.len() as u64);
-        check_quota(path, after, quota)?;
-        self.put_file(path.components(), &new)?;
-        Ok(Updated::Written(new))
-    }
-
-    /// Deletes the file at `path` if `still` accepts its metadata, in one
+    /// Deletes the non-root entry at `path` if `condition` holds, in the
     /// locked transaction.
-    pub(crate) fn delete_file_if(
+    pub(crate) fn delete_if(
         &mut self,
         path: &MemoryPath,
-        still: &mut dyn FnMut(&Metadata) -> bool,
+        condition: DeleteIf<'_>,
     ) -> Result<bool, Fail> {
-        match self.stat(path)? {
-            Some(m) if m.kind == EntryKind::File && still(&m) => {}
-            _ => return Ok(false),
+        match condition {
+            DeleteIf::Exists => self.delete(path).map(|()| true),
+            DeleteIf::EmptyDir => self.remove_empty_dir(path),
+            DeleteIf::FileWhere(still) => {
+                match self.stat(path)? {
+                    Some(m) if m.kind == EntryKind::File && still(&m) => {}
+                    _ => return Ok(false),
+                }
+                self.delete(path)?;
+                Ok(true)
+            }
         }
-        self.delete(path)?;
-        Ok(true)
     }
 }

@@ -21,10 +21,10 @@ use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 
-use super::CloudStore;
-use super::intent::{create, delete_all};
-use super::listing::all_below;
-use crate::history::{ChangeOp, HistoryError, HistoryLog, Revision};
+use super::{ChangeOp, HistoryError, HistoryLog, Revision};
+use crate::store::CloudStore;
+use crate::store::object::intent::{create, delete_all};
+use crate::store::object::listing::all_below;
 
 /// The folder of the log below the store's prefix.
 const LOG_DIR: &str = ".claude-memory-history";

@@ -12,10 +12,11 @@
 
 use std::sync::Arc;
 
-use super::record::{hex_decode, hex_encode};
-use super::store::{EncryptedStore, Keys};
-use crate::history::{HistoryError, HistoryLog, Revision};
+use super::{HistoryError, HistoryLog, Revision};
 use crate::store::MemoryStore;
+use crate::store::crypt::EncryptedStore;
+use crate::store::crypt::record::{hex_decode, hex_encode};
+use crate::store::crypt::store::Keys;
 
 const CONTEXT: &[u8] = b"claude-memory history v1";
 
@@ -80,7 +81,7 @@ impl<L: HistoryLog> SealedLog<L> {
     }
 
     fn open(&self, sealed: &[u8]) -> Result<Vec<u8>, HistoryError> {
-        let id = super::seal::key_id_of(sealed);
+        let id = crate::store::crypt::seal::key_id_of(sealed);
         self.keys
             .sealers
             .iter()
