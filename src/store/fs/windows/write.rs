@@ -129,11 +129,17 @@ impl FilesystemStore {
         let Some(name) = path.name() else {
             return Err(StoreError::write_to_root(path, mode));
         };
+        // A parent that is a file is reported after the quota, as every
+        // store orders its checks (see `MemoryStore::write_opts`).
+        let mut parent_file = None;
         let existing = if Self::unreachable(path) {
             Entry::Absent
         } else {
             match self.parent(path)? {
-                Parent::File(depth) => return Err(StoreError::parent_not_directory(path, depth)),
+                Parent::File(depth) => {
+                    parent_file = Some(depth);
+                    Entry::Absent
+                }
                 Parent::Missing => Entry::Absent,
                 Parent::Dir(dir) => self.entry(&dir, name, Op::Stat, path)?,
             }
@@ -151,6 +157,9 @@ impl FilesystemStore {
                 _ => 0,
             };
             quota.check_walked(self, path, replaced, data.len() as u64)?;
+        }
+        if let Some(depth) = parent_file {
+            return Err(StoreError::parent_not_directory(path, depth));
         }
         match (existing, mode) {
             (Entry::Reparse { .. }, _) => return Err(StoreError::Symlink { path: path.clone() }),
