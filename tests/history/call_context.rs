@@ -141,3 +141,33 @@ fn a_direct_write_carries_its_context_and_a_revert_its_note() {
         ]
     );
 }
+
+/// A history below the encrypted store (`EncryptedStore<HistoryStore<_>>`)
+/// still gets each call's id: the encrypted store passes the context of a
+/// write, an edit (capped or not) and a delete down with the sealed bytes.
+#[test]
+fn a_history_below_the_encrypted_store_gets_the_call() {
+    use claude_memory::store::crypt::{EncryptedStore, Key, Keyring};
+    let history = Arc::new(history());
+    let ring = Keyring::new(Key::generate().expect("key"));
+    let encrypted = EncryptedStore::open(Arc::clone(&history), ring).expect("encrypted");
+    let config = claude_memory::Config::default().with_max_store_size(1 << 20);
+    let capped = MemoryTool::with_config(&encrypted, config);
+    let tool = MemoryTool::new(&encrypted);
+    let create = json!({"command": "create", "path": "/memories/a.md", "file_text": "one\n"});
+    assert!(!tool.dispatch(&block("toolu_c", create)).is_error);
+    let edit = json!({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "two"});
+    assert!(!tool.dispatch(&block("toolu_e", edit)).is_error);
+    let edit = json!({"command": "str_replace", "path": "/memories/a.md", "old_str": "two", "new_str": "six"});
+    assert!(!capped.dispatch(&block("toolu_capped", edit)).is_error);
+    let delete = json!({"command": "delete", "path": "/memories/a.md"});
+    assert!(!tool.dispatch(&block("toolu_d", delete)).is_error);
+    // The encrypted store's own key record is written with no call.
+    let ours: Vec<_> = history
+        .records(&Query::default())
+        .expect("records")
+        .into_iter()
+        .filter_map(|v| v.call)
+        .collect();
+    assert_eq!(ours, ["toolu_c", "toolu_e", "toolu_capped", "toolu_d"]);
+}

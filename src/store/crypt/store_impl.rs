@@ -11,9 +11,9 @@ use super::store::EncryptedStore;
 use crate::path::MemoryPath;
 use crate::store::retry;
 use crate::store::{
-    Change, DeleteIf, DeleteOptions, DirEntry, EntryKind, FileContent, FileReader, Lock,
-    MemoryStore, MemoryStoreExt, Metadata, Quota, RenameOptions, StoreError, StoreResult,
-    UPDATE_ATTEMPTS, UpdateOptions, Updated, Version, WriteMode, WriteOptions,
+    Change, Context, DeleteIf, DeleteOptions, DirEntry, EntryKind, FileContent, FileReader, Lock,
+    MemoryStore, Metadata, Quota, RenameOptions, StoreError, StoreResult, UPDATE_ATTEMPTS,
+    UpdateOptions, Updated, Version, WriteMode, WriteOptions,
 };
 
 impl<S: MemoryStore> EncryptedStore<S> {
@@ -47,9 +47,10 @@ impl<S: MemoryStore> EncryptedStore<S> {
         ep: &MemoryPath,
         data: &[u8],
         sealed: &[u8],
-        mode: WriteMode,
+        options: WriteOptions<'_>,
         quota: Quota<'_>,
     ) -> StoreResult<Version> {
+        let WriteOptions { mode, context, .. } = options;
         let escope = self.enc_new(quota.scope)?;
         let _serial = self
             .keys
@@ -65,9 +66,14 @@ impl<S: MemoryStore> EncryptedStore<S> {
             let replaced = match (&existing, mode) {
                 // The wrapped store answers "already exists".
                 (Some(_), WriteMode::Create) => {
+                    let options = WriteOptions {
+                        mode,
+                        quota: None,
+                        context,
+                    };
                     return self
                         .inner
-                        .write(ep, sealed, mode)
+                        .write_opts(ep, sealed, options)
                         .map_err(|e| self.outer(e, &[(ep, path)]));
                 }
                 (Some(m), _) if m.kind == EntryKind::File => m.len,
@@ -84,7 +90,12 @@ impl<S: MemoryStore> EncryptedStore<S> {
                     .saturating_sub(replaced)
                     .saturating_add(sealed.len() as u64),
             };
-            match self.inner.write_within(ep, sealed, mode, cap) {
+            let options = WriteOptions {
+                mode,
+                quota: Some(cap),
+                context,
+            };
+            match self.inner.write_opts(ep, sealed, options) {
                 Err(StoreError::StoreFull { .. }) => last = Some(after),
                 other => {
                     return other.map_err(|e| self.outer(e, &[(ep, path), (&escope, quota.scope)]));
@@ -105,6 +116,7 @@ impl<S: MemoryStore> EncryptedStore<S> {
         path: &MemoryPath,
         limit: u64,
         quota: Quota<'_>,
+        context: Context<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
         self.guarded(path, || {
@@ -113,7 +125,12 @@ impl<S: MemoryStore> EncryptedStore<S> {
                 let Ok(new) = change(&file.data) else {
                     return Ok(Some(Updated::Aborted));
                 };
-                match self.write_within(path, &new, WriteMode::Update(file.version), quota) {
+                let options = WriteOptions {
+                    mode: WriteMode::Update(file.version),
+                    quota: Some(quota),
+                    context,
+                };
+                match self.write_opts(path, &new, options) {
                     Ok(_) => Ok(Some(Updated::Written(new))),
                     Err(StoreError::Conflict { .. }) => Ok(None),
                     Err(e) => Err(e),
@@ -189,9 +206,9 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
             match options.quota {
                 None => self
                     .inner
-                    .write(&ep, &sealed, options.mode)
+                    .write_opts(&ep, &sealed, options)
                     .map_err(|e| self.outer(e, &[(&ep, path)])),
-                Some(quota) => self.write_capped(path, &ep, data, &sealed, options.mode, quota),
+                Some(quota) => self.write_capped(path, &ep, data, &sealed, options, quota),
             }
         })
     }
@@ -245,7 +262,7 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
     }
 
     fn delete_opts(&self, path: &MemoryPath, options: DeleteOptions<'_>) -> StoreResult<bool> {
-        let condition = options.condition;
+        let DeleteOptions { condition, context } = options;
         self.guarded(path, || {
             if path.is_root() && !matches!(condition, DeleteIf::Exists) {
                 return Ok(false);
@@ -257,10 +274,15 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
                 };
             };
             let result = match condition {
-                DeleteIf::FileWhere(still) => self
+                DeleteIf::FileWhere(still) => {
+                    let still = &mut |m: &Metadata| still(&Self::plain_meta(m.clone()));
+                    let condition = DeleteIf::FileWhere(still);
+                    self.inner
+                        .delete_opts(&ep, DeleteOptions { condition, context })
+                }
+                condition => self
                     .inner
-                    .delete_file_if(&ep, &mut |m| still(&Self::plain_meta(m.clone()))),
-                other => self.inner.delete_opts(&ep, other.into()),
+                    .delete_opts(&ep, DeleteOptions { condition, context }),
             };
             result.map_err(|e| self.outer(e, &[(&ep, path)]))
         })
@@ -286,38 +308,45 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         options: UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        let UpdateOptions { limit, quota, .. } = options;
+        let UpdateOptions {
+            limit,
+            quota,
+            context,
+        } = options;
         if let Some(quota) = quota {
-            return self.update_capped(path, limit, quota, change);
+            return self.update_capped(path, limit, quota, context, change);
         }
         self.guarded(path, || {
             let Some(ep) = self.enc(path) else {
                 return Err(StoreError::NotFound { path: path.clone() });
             };
             self.check_rotation(path)?;
+            let stored = UpdateOptions {
+                limit: limit.saturating_add(OVERHEAD),
+                quota: None,
+                context,
+            };
             let mut failure: Option<StoreError> = None;
             let mut written: Option<Vec<u8>> = None;
-            let result = self
-                .inner
-                .update(&ep, limit.saturating_add(OVERHEAD), &mut |sealed| {
-                    let plain = match self.unseal(path, sealed) {
-                        Ok(p) => p,
-                        Err(e) => {
-                            failure = Some(e);
-                            return Err(crate::store::Abort);
-                        }
-                    };
-                    let new = change(&plain)?;
-                    let resealed = match self.seal(path, &new) {
-                        Ok(s) => s,
-                        Err(e) => {
-                            failure = Some(e);
-                            return Err(crate::store::Abort);
-                        }
-                    };
-                    written = Some(new);
-                    Ok(resealed)
-                });
+            let result = self.inner.update_opts(&ep, stored, &mut |sealed| {
+                let plain = match self.unseal(path, sealed) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        failure = Some(e);
+                        return Err(crate::store::Abort);
+                    }
+                };
+                let new = change(&plain)?;
+                let resealed = match self.seal(path, &new) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        failure = Some(e);
+                        return Err(crate::store::Abort);
+                    }
+                };
+                written = Some(new);
+                Ok(resealed)
+            });
             if let Some(e) = failure {
                 return Err(e);
             }
