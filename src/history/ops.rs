@@ -225,58 +225,56 @@ impl<S: MemoryStore> HistoryStore<S> {
         let live = self.live(prefix, &mut unreadable)?;
         let note = format!("restore to {}", format_time(at));
         let mut report = RestoreReport::default();
-        {
-            report.failed.extend(unreadable);
-            for path in live.keys().filter(|p| !then.contains_key(*p)) {
-                if !created_after(path) {
-                    report.skipped.push((path.clone(), SkipReason::Undated));
-                    continue;
-                }
-                let Some(p) = MemoryPath::from_stored(path) else {
-                    continue;
-                };
-                if dry_run {
-                    report.deleted.push(path.clone());
-                    continue;
-                }
-                let delete = DeleteOptions {
-                    condition: DeleteIf::Exists,
-                    context: Context {
-                        call: None,
-                        note: Some(&note),
-                    },
-                };
-                match self.delete_opts(&p, delete) {
-                    Ok(_) | Err(StoreError::NotFound { .. }) => report.deleted.push(path.clone()),
-                    Err(e) => report.failed.push((path.clone(), e.to_string())),
-                }
+        report.failed.extend(unreadable);
+        for path in live.keys().filter(|p| !then.contains_key(*p)) {
+            if !created_after(path) {
+                report.skipped.push((path.clone(), SkipReason::Undated));
+                continue;
             }
-            for (path, v) in &then {
-                if live.get(path).is_some_and(|d| sha256_hex(d) == v.sha256) {
-                    continue;
-                }
-                let Some(content) = &v.content else {
-                    report.skipped.push((path.clone(), SkipReason::Redacted));
-                    continue;
-                };
-                let Some(p) = MemoryPath::from_stored(path) else {
-                    continue;
-                };
-                if dry_run {
-                    report.written.push(path.clone());
-                    continue;
-                }
-                let write = noted(WriteMode::Overwrite, &note);
-                let mut result = self.write_opts(&p, content, write);
-                if matches!(result, Err(StoreError::IsADirectory { .. })) {
-                    // An empty directory left where the file was.
-                    let _ = self.remove_empty_dir(&p);
-                    result = self.write_opts(&p, content, write);
-                }
-                match result {
-                    Ok(_) => report.written.push(path.clone()),
-                    Err(e) => report.failed.push((path.clone(), e.to_string())),
-                }
+            let Some(p) = MemoryPath::from_stored(path) else {
+                continue;
+            };
+            if dry_run {
+                report.deleted.push(path.clone());
+                continue;
+            }
+            let delete = DeleteOptions {
+                condition: DeleteIf::Exists,
+                context: Context {
+                    call: None,
+                    note: Some(&note),
+                },
+            };
+            match self.delete_opts(&p, delete) {
+                Ok(_) | Err(StoreError::NotFound { .. }) => report.deleted.push(path.clone()),
+                Err(e) => report.failed.push((path.clone(), e.to_string())),
+            }
+        }
+        for (path, v) in &then {
+            if live.get(path).is_some_and(|d| sha256_hex(d) == v.sha256) {
+                continue;
+            }
+            let Some(content) = &v.content else {
+                report.skipped.push((path.clone(), SkipReason::Redacted));
+                continue;
+            };
+            let Some(p) = MemoryPath::from_stored(path) else {
+                continue;
+            };
+            if dry_run {
+                report.written.push(path.clone());
+                continue;
+            }
+            let write = noted(WriteMode::Overwrite, &note);
+            let mut result = self.write_opts(&p, content, write);
+            if matches!(result, Err(StoreError::IsADirectory { .. })) {
+                // An empty directory left where the file was.
+                let _ = self.remove_empty_dir(&p);
+                result = self.write_opts(&p, content, write);
+            }
+            match result {
+                Ok(_) => report.written.push(path.clone()),
+                Err(e) => report.failed.push((path.clone(), e.to_string())),
             }
         }
         Ok(report)
