@@ -66,7 +66,7 @@ impl Config {
     /// limits of Anthropic's managed Memory Stores, so memories kept under
     /// it can move to that service unchanged: at most 20 path segments
     /// below `/memories` and 1,024 bytes per path (SPEC §2 already), UTF-8
-    /// text of at most 100 kB (100,000 bytes) per memory, at most 2,000
+    /// text of at most 100 kB (102,400 bytes) per memory, at most 2,000
     /// memories per store. SPEC's NFC and format-character rules already
     /// match the service's. Writes through the tool are always UTF-8
     /// text; files brought in another way are checked by

@@ -38,6 +38,8 @@
 //!   processes on many machines.
 //! - `CloudStore` (features `cloud`, `s3`, `azure`, `gcs`): objects in a
 //!   bucket or container, through object_store.
+//! - `ManagedStore` (feature `managed`): one of Claude Managed Agents'
+//!   memory stores, shared with managed agents.
 //! - `EncryptedStore` (feature `encryption`): contents and names sealed
 //!   over any of the above.
 //! - [`TenantStore`]: one tenant's `/memories` inside any of the above.
@@ -58,6 +60,7 @@
 //! | `s3` | `CloudStore` on Amazon S3 and S3-compatible services | memories in an S3 bucket |
 //! | `azure` | `CloudStore` on Azure Blob Storage | memories in an Azure container |
 //! | `gcs` | `CloudStore` on Google Cloud Storage | memories in a GCS bucket |
+//! | `managed` | `ManagedStore`: a memory store of Claude Managed Agents (reqwest, rustls) | managed agents share the memory |
 //! | `encryption` | `EncryptedStore`: contents and names sealed over any store | the storage is not trusted with plaintext |
 //! | `mcp` | `claude_memory::mcp`: the tool over MCP (stdio, streamable HTTP) | other clients share the memory |
 //! | `tracing` | one `tracing` span per command (never file content) | you collect traces |
@@ -163,6 +166,8 @@ pub use store::crypt::{EncryptedStore, Key, Keyring};
 #[cfg(feature = "cloud")]
 pub use store::{CloudBuilder, CloudError, CloudScheme, CloudStore, parse_cloud_url};
 pub use store::{InMemoryStore, MemoryStore, StoreError};
+#[cfg(feature = "managed")]
+pub use store::{ManagedBuilder, ManagedError, ManagedStore};
 #[cfg(feature = "postgres")]
 pub use store::{PostgresBuilder, PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]

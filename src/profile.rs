@@ -13,8 +13,9 @@ use crate::store::{Flow, MemoryStore, Order, Step, StoreError, StoreResult, walk
 pub const MAX_PATH_SEGMENTS: usize = 20;
 /// Bytes of a whole path (SPEC §2's limit, the same number).
 pub const MAX_PATH_BYTES: usize = 1024;
-/// Bytes of one memory: 100 kB, counted as 100,000 bytes.
-pub const MAX_FILE_SIZE: u64 = 100_000;
+/// Bytes of one memory: the service's 100 kB, which it counts as
+/// 102,400 bytes.
+pub const MAX_FILE_SIZE: u64 = 102_400;
 /// Memories (files) in one store.
 pub const MAX_FILES: u64 = 2_000;
 

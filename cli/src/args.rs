@@ -8,8 +8,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 const AFTER_HELP: &str = "\
 STORE is a directory, sqlite:PATH (a SQLite database file; sqlite://PATH
 too), a postgres:// / postgresql:// URL, or object storage: s3://BUCKET/PREFIX,
-az://CONTAINER/PREFIX, gs://BUCKET/PREFIX. Without --store or --root,
-CLAUDE_MEMORY_STORE is used, then CLAUDE_MEMORY_DIR (a directory).
+az://CONTAINER/PREFIX, gs://BUCKET/PREFIX, or managed:MEMSTORE_ID (a
+memory store of Claude Managed Agents; ANTHROPIC_API_KEY, and
+ANTHROPIC_BASE_URL if set). Without --store or --root, CLAUDE_MEMORY_STORE
+is used, then CLAUDE_MEMORY_DIR (a directory).
 
 view, export, stats, prune --dry-run, history, show and diff only read:
 they never create or change a store, and fail if it does not exist.
@@ -29,7 +31,7 @@ Exit status: 0 success, 1 the operation failed, 2 usage error.";
     max_term_width = 100
 )]
 pub struct Cli {
-    /// The store: a directory, sqlite:PATH, a postgres:// URL, or s3://, az://, gs://BUCKET/PREFIX
+    /// The store: a directory, sqlite:PATH, a postgres:// URL, s3://, az://, gs://BUCKET/PREFIX or managed:MEMSTORE_ID
     /// [env: CLAUDE_MEMORY_STORE]
     #[arg(
         long,
@@ -224,7 +226,7 @@ pub enum Command {
     /// List what would not fit a managed Memory Store.
     ///
     /// Every file deeper than 20 path segments, larger than 100 kB
-    /// (100,000 bytes) or not UTF-8 text, every name no memory path can
+    /// (102,400 bytes) or not UTF-8 text, every name no memory path can
     /// spell, and a store of more than 2,000 files. Exits 1 if anything
     /// would not fit. Only reads the store.
     Check,

@@ -33,7 +33,7 @@ fn history_file(spec: &StoreSpec, tenant: Option<&TenantId>) -> Option<std::path
             file.push(".claude-memory-history");
             Some(std::path::PathBuf::from(file))
         }
-        StoreSpec::Postgres(_) | StoreSpec::Cloud(_) => None,
+        StoreSpec::Postgres(_) | StoreSpec::Cloud(_) | StoreSpec::Managed(_) => None,
     }
 }
 
@@ -95,6 +95,11 @@ fn log(
         StoreSpec::Postgres(url) => postgres_log(url, scope),
         // A tenant's log lives below the tenant's prefix (CloudLog::for_tenant).
         StoreSpec::Cloud(url) => crate::cloud::log(url, tenant),
+        // The service keeps its own versions; the history commands do
+        // not read them yet.
+        StoreSpec::Managed(_) => Err(Failure::Usage(
+            "--history and the history commands do not work on a managed memory store yet: the service keeps its own versions (see them in the Claude Console)".into(),
+        )),
     }
 }
 

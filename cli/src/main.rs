@@ -16,6 +16,7 @@ mod check;
 mod cloud;
 mod crypt;
 mod history;
+mod managed;
 mod mcp;
 mod output;
 mod prune;
@@ -57,9 +58,13 @@ fn run(cli: Cli) -> Outcome {
         return crypt::keygen(output);
     }
     let spec = StoreSpec::from_args(cli.store.as_deref(), cli.root)?;
-    let mut config = match cli.profile {
-        Some(args::Profile::Managed) => Config::managed_memory_stores(),
-        None => Config::default(),
+    // A managed memory store takes its service's limits unasked, so what
+    // it would refuse is refused before any request.
+    let mut config = match (cli.profile, &spec) {
+        (Some(args::Profile::Managed), _) | (None, StoreSpec::Managed(_)) => {
+            Config::managed_memory_stores()
+        }
+        (None, _) => Config::default(),
     };
     if let Some(n) = cli.view_limit {
         config.view_output_limit = n;

@@ -21,6 +21,8 @@ pub enum StoreSpec {
     Postgres(String),
     /// `s3://BUCKET/PREFIX`, `az://CONTAINER/PREFIX`, `gs://BUCKET/PREFIX`.
     Cloud(String),
+    /// `managed:MEMSTORE_ID`: a memory store of Claude Managed Agents.
+    Managed(String),
 }
 
 /// `text` with the password of a `user:password@` part replaced by
@@ -64,19 +66,20 @@ impl StoreSpec {
                     Ok(StoreSpec::Postgres(text.to_owned()))
                 }
                 "s3" | "az" | "gs" => crate::cloud::parse(scheme, rest, text),
+                "managed" => crate::managed::parse(rest, text),
                 "postgres" | "postgresql" => Err(Failure::Usage(format!(
                     "`{}` is not a PostgreSQL URL: write {scheme}://USER@HOST/DATABASE",
                     without_password(text)
                 ))),
                 _ => Err(Failure::Usage(format!(
-                    "unknown kind of store `{scheme}:` in `{shown}`: give a directory, sqlite:PATH, a postgres:// URL or s3://, az://, gs://BUCKET/PREFIX (for a directory whose name has a colon, write ./{shown})",
+                    "unknown kind of store `{scheme}:` in `{shown}`: give a directory, sqlite:PATH, a postgres:// URL, s3://, az://, gs://BUCKET/PREFIX or managed:MEMSTORE_ID (for a directory whose name has a colon, write ./{shown})",
                     shown = without_password(text)
                 ))),
             };
         }
         if text.is_empty() {
             return Err(Failure::Usage(
-                "the store is empty: give a directory, sqlite:PATH, a postgres:// URL or s3://, az://, gs://BUCKET/PREFIX".into(),
+                "the store is empty: give a directory, sqlite:PATH, a postgres:// URL, s3://, az://, gs://BUCKET/PREFIX or managed:MEMSTORE_ID".into(),
             ));
         }
         Ok(StoreSpec::Dir(PathBuf::from(text)))
@@ -154,7 +157,7 @@ pub fn open(
 ) -> Result<Box<dyn MemoryStore>, Failure> {
     let store = open_base(spec, tenant, access)?;
     Ok(match (spec, tenant) {
-        (StoreSpec::Dir(_) | StoreSpec::Cloud(_), Some(tenant)) => {
+        (StoreSpec::Dir(_) | StoreSpec::Cloud(_) | StoreSpec::Managed(_), Some(tenant)) => {
             Box::new(TenantStore::new(store, tenant.clone()))
         }
         _ => store,
@@ -195,6 +198,7 @@ fn open_base(
         StoreSpec::Sqlite(path) => open_sqlite(path, tenant, access),
         StoreSpec::Postgres(url) => open_postgres(url, tenant),
         StoreSpec::Cloud(url) => crate::cloud::open(url),
+        StoreSpec::Managed(id) => crate::managed::open(id),
     }
 }
 

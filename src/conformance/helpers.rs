@@ -58,6 +58,22 @@ pub(super) fn put(store: &dyn MemoryStore, p: &str, data: &[u8]) {
     }
 }
 
+/// [`put`] for content a store may refuse to hold (binary, or larger
+/// than a service allows: the managed memory stores hold UTF-8 text of
+/// at most 102,400 bytes). Whether it holds it; a refusal must be
+/// [`StoreError::Invalid`](crate::store::StoreError::Invalid) with
+/// nothing written, and the case then has nothing more to check.
+pub(super) fn put_unless_refused(store: &dyn MemoryStore, p: &str, data: &[u8]) -> bool {
+    match store.write(&path(p), data, WriteMode::Overwrite) {
+        Ok(_) => true,
+        Err(crate::store::StoreError::Invalid { .. }) => {
+            assert!(!exists(store, p), "a refused write of {p} left a file");
+            false
+        }
+        Err(e) => panic!("setup write of {p} failed: {e}"),
+    }
+}
+
 /// The bytes of a file, read through the store.
 pub(super) fn bytes(store: &dyn MemoryStore, p: &str) -> Vec<u8> {
     match store.read(&path(p), u64::MAX) {

@@ -14,12 +14,16 @@ mod ext;
 #[cfg(any(unix, windows))]
 mod fs;
 // Compiled everywhere, so its tests run on every platform.
+#[cfg(feature = "managed")]
+mod managed;
 mod memory;
 #[cfg(feature = "cloud")]
 pub(crate) mod object;
 mod op;
 mod options;
 pub(crate) mod retry;
+#[cfg(any(feature = "cloud", feature = "managed"))]
+pub(crate) mod runtime;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod sql;
 mod tenant;
@@ -36,6 +40,8 @@ pub use error::{RemoteCause, StoreError, StoreResult};
 pub use ext::MemoryStoreExt;
 #[cfg(any(unix, windows))]
 pub use fs::{FilesystemStore, FilesystemStoreBuilder};
+#[cfg(feature = "managed")]
+pub use managed::{ManagedBuilder, ManagedError, ManagedStore};
 pub use memory::InMemoryStore;
 #[cfg(feature = "cloud")]
 pub use object::{CloudBuilder, CloudError, CloudScheme, CloudStore, parse_cloud_url};

@@ -40,7 +40,7 @@ fn serve_under_the_profile_refuses_what_would_not_fit_and_check_lists_the_rest()
     let dir = tempfile::tempdir().expect("temporary directory");
     let root = dir.path().join("mem");
     let deep = format!("/memories/{}f.md", "d/".repeat(20));
-    let big = "x".repeat(100_001);
+    let big = "x".repeat(102_401);
     let calls = format!(
         "{}\n{}\n{}\n",
         serde_json::json!({"command": "create", "path": "/memories/ok.md", "file_text": "fine\n"}),
@@ -68,12 +68,12 @@ fn serve_under_the_profile_refuses_what_would_not_fit_and_check_lists_the_rest()
 
     // Files brought another way are listed; check exits 1.
     std::fs::write(root.join("blob.bin"), [0xffu8, 0x00]).expect("write");
-    std::fs::write(root.join("big.md"), vec![b'a'; 100_001]).expect("write");
+    std::fs::write(root.join("big.md"), vec![b'a'; 102_401]).expect("write");
     let out = run(&root, &["check"], "");
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         text(&out.stdout),
-        "/memories/big.md: 100001 bytes (limit 100000)\n/memories/blob.bin: not UTF-8 text\n2 entries would not fit a managed Memory Store\n"
+        "/memories/big.md: 102401 bytes (limit 102400)\n/memories/blob.bin: not UTF-8 text\n2 entries would not fit a managed Memory Store\n"
     );
     let out = run(&root, &["--profile", "managed", "stats"], "");
     assert_eq!(out.status.code(), Some(0));

@@ -25,7 +25,7 @@ fn deep(segments: usize) -> String {
 fn the_preset_is_the_services_limits() {
     let c = Config::managed_memory_stores();
     assert_eq!(c.max_path_segments, Some(20));
-    assert_eq!(c.max_file_size, 100_000);
+    assert_eq!(c.max_file_size, 102_400);
     assert_eq!(c.max_files, Some(2_000));
     assert_eq!(c.view_output_limit, Config::default().view_output_limit);
     assert_eq!(Config::default().max_path_segments, None);

@@ -8,7 +8,7 @@ use object_store::ObjectStore;
 
 use super::CloudStore;
 use super::keys::Layout;
-use super::runtime::Io;
+use crate::store::runtime::Io;
 
 /// Why a [`CloudStore`] could not be opened. Its text may name the
 /// bucket (it is for the operator, never the model).

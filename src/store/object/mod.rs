@@ -11,7 +11,6 @@
 //! - `listing`: directory listings and subtree totals.
 //! - `errors`: object_store's errors as SPEC §4's, without hosts or keys.
 //! - `config`: the builder, timeouts, retries, `s3://`/`az://`/`gs://`.
-//! - `runtime`: the small Tokio runtime the store owns.
 //! - `ops`: the [`MemoryStore`](crate::MemoryStore) primitives.
 
 mod cond;
@@ -22,7 +21,7 @@ mod keys;
 pub(crate) mod listing;
 mod moves;
 mod ops;
-mod runtime;
+
 mod stash;
 
 use std::future::Future;
@@ -33,10 +32,10 @@ use object_store::{
     UpdateVersion,
 };
 
+use crate::store::runtime::Io;
 pub use config::{CloudBuilder, CloudError, CloudScheme, parse_url as parse_cloud_url};
 use errors::Sent;
 use keys::Layout;
-use runtime::Io;
 
 use crate::path::MemoryPath;
 use crate::store::{StoreError, StoreResult};

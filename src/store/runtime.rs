@@ -1,6 +1,6 @@
-//! The small Tokio runtime a [`CloudStore`](super::CloudStore) owns.
+//! The small Tokio runtime an HTTP store (cloud, managed) owns.
 //!
-//! object_store is async and its HTTP client needs a Tokio reactor. The
+//! object_store and reqwest are async and need a Tokio reactor. The
 //! store runs a current-thread runtime on a thread of its own; a blocking
 //! call hands its future to that thread and waits for the answer on a
 //! channel, never entering a runtime itself. So the store can be created,
@@ -31,14 +31,14 @@ struct Thread {
 
 impl Io {
     /// Starts the I/O thread.
-    pub(super) fn start() -> std::io::Result<Io> {
+    pub(crate) fn start() -> std::io::Result<Io> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
         let handle = runtime.handle().clone();
         let (stop, stopped) = oneshot::channel::<()>();
         std::thread::Builder::new()
-            .name("claude-memory-cloud".into())
+            .name("claude-memory-io".into())
             .spawn(move || {
                 runtime.block_on(async {
                     let _ = stopped.await;

@@ -1,0 +1,355 @@
+//! The memory stores API (beta `agent-memory-2026-07-22`) over HTTP: the
+//! five memory requests the store makes, each retried on 429 and 5xx with
+//! backoff that honours `retry-after`, within a bound.
+//!
+//! Failures come back as [`Fail`], a closed set: no key, host or URL, and
+//! none of the service's own message text, can reach the model.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::store::RemoteCause;
+use crate::store::runtime::Io;
+
+/// The beta the memory stores endpoints need.
+const BETA: &str = "agent-memory-2026-07-22";
+/// The API version every Anthropic request names.
+const VERSION: &str = "2023-06-01";
+/// Items per list page: the API's maximum for `view=basic`.
+const PAGE: &str = "100";
+
+/// A memory as the API describes it (content only on a retrieve).
+#[derive(Debug, Clone, Deserialize)]
+pub(super) struct Memory {
+    pub id: String,
+    pub path: String,
+    pub content_sha256: String,
+    pub content_size_bytes: u64,
+    pub updated_at: String,
+    #[serde(default)]
+    pub content: Option<String>,
+}
+
+/// One item of a listing: a memory, or (with `depth=1`) a prefix standing
+/// for the memories below it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type")]
+pub(super) enum Item {
+    #[serde(rename = "memory")]
+    Memory(Memory),
+    #[serde(rename = "memory_prefix")]
+    Prefix { path: String },
+}
+
+#[derive(Deserialize)]
+struct Page {
+    data: Vec<Item>,
+    #[serde(default)]
+    next_page: Option<String>,
+}
+
+/// Why a request failed.
+#[derive(Debug)]
+pub(super) enum Fail {
+    /// 409: a precondition failed, or the path is taken.
+    Conflict,
+    /// 404: no such memory (or memory store).
+    NotFound,
+    /// 400 or 413: the service refused the request as invalid.
+    Refused,
+    /// Nothing was changed: the service could not be reached, refused the
+    /// key, or kept answering 429/5xx until the retries ran out.
+    Unreachable(RemoteCause),
+    /// A write was sent and no answer came: it may have happened.
+    Unknown(RemoteCause),
+}
+
+/// How hard to try one request.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Retry {
+    /// Retries after the first attempt, for 429 and 5xx answers.
+    pub retries: u32,
+    /// The longest single wait, whatever `retry-after` asks for.
+    pub max_wait: Duration,
+    /// Each attempt's deadline.
+    pub timeout: Duration,
+}
+
+/// The client for one memory store.
+#[derive(Clone)]
+pub(super) struct Api {
+    http: reqwest::Client,
+    io: Io,
+    /// `{base}/v1/memory_stores/{id}`.
+    store_url: String,
+    key: String,
+    workspace: Option<String>,
+    retry: Retry,
+}
+
+impl Api {
+    pub(super) fn new(
+        http: reqwest::Client,
+        io: Io,
+        base: &str,
+        store_id: &str,
+        key: String,
+        workspace: Option<String>,
+        retry: Retry,
+    ) -> Api {
+        let store_id: String =
+            percent_encoding::utf8_percent_encode(store_id, percent_encoding::NON_ALPHANUMERIC)
+                .collect();
+        Api {
+            http,
+            io,
+            store_url: format!("{}/v1/memory_stores/{store_id}", base.trim_end_matches('/')),
+            key,
+            workspace,
+            retry,
+        }
+    }
+
+    /// The memory store itself: whether it exists and the key may use it.
+    pub(super) fn check_store(&self) -> Result<(), Fail> {
+        self.send(reqwest::Method::GET, "", &[], None).map(|_| ())
+    }
+
+    /// Every item below `prefix` (ending in `/`), all pages; `depth` 1
+    /// rolls deeper memories up into prefixes, 0 lists them all.
+    pub(super) fn list(&self, prefix: &str, depth: u32) -> Result<Vec<Item>, Fail> {
+        let depth = depth.to_string();
+        let mut items = Vec::new();
+        let mut page: Option<String> = None;
+        loop {
+            let mut query = vec![
+                ("path_prefix", prefix.to_owned()),
+                ("depth", depth.clone()),
+                ("limit", PAGE.to_owned()),
+                ("view", "basic".to_owned()),
+            ];
+            if let Some(p) = page.take() {
+                query.push(("page", p));
+            }
+            let body = self.send(reqwest::Method::GET, "/memories", &query, None)?;
+            let got: Page = parse(&body)?;
+            items.extend(got.data);
+            match got.next_page {
+                Some(next) if !next.is_empty() => page = Some(next),
+                _ => return Ok(items),
+            }
+        }
+    }
+
+    /// One memory with its content.
+    pub(super) fn retrieve(&self, id: &str) -> Result<Memory, Fail> {
+        let query = [("view", "full".to_owned())];
+        let body = self.send(reqwest::Method::GET, &memory(id), &query, None)?;
+        parse(&body)
+    }
+
+    /// Creates a memory; 409 if the path is taken.
+    pub(super) fn create(&self, path: &str, content: &str) -> Result<Memory, Fail> {
+        let body = json!({"path": path, "content": content});
+        let got = self.send(reqwest::Method::POST, "/memories", &[], Some(body))?;
+        parse(&got)
+    }
+
+    /// Changes a memory's content, path or both, only if its content is
+    /// still `sha` (409 otherwise, or if the new path is taken).
+    pub(super) fn update(
+        &self,
+        id: &str,
+        sha: &str,
+        content: Option<&str>,
+        path: Option<&str>,
+    ) -> Result<Memory, Fail> {
+        let mut body = json!({
+            "precondition": {"type": "content_sha256", "content_sha256": sha},
+        });
+        if let Some(content) = content {
+            body["content"] = Value::from(content);
+        }
+        if let Some(path) = path {
+            body["path"] = Value::from(path);
+        }
+        let got = self.send(reqwest::Method::POST, &memory(id), &[], Some(body))?;
+        parse(&got)
+    }
+
+    /// Deletes a memory only if its content is still `sha`.
+    pub(super) fn delete(&self, id: &str, sha: &str) -> Result<(), Fail> {
+        let query = [("expected_content_sha256", sha.to_owned())];
+        self.send(reqwest::Method::DELETE, &memory(id), &query, None)
+            .map(|_| ())
+    }
+
+    /// One request, retried on 429 and 5xx; the answer's body on 2xx.
+    fn send(
+        &self,
+        method: reqwest::Method,
+        below: &str,
+        query: &[(&str, String)],
+        body: Option<Value>,
+    ) -> Result<Vec<u8>, Fail> {
+        let write = method != reqwest::Method::GET;
+        let mut url = format!("{}{below}", self.store_url);
+        for (i, (name, value)) in query.iter().enumerate() {
+            let value = percent_encoding::utf8_percent_encode(value, QUERY);
+            url.push_str(&format!("{}{name}={value}", if i == 0 { '?' } else { '&' }));
+        }
+        let mut request = self
+            .http
+            .request(method, url)
+            .header("authorization", format!("Bearer {}", self.key))
+            .header("anthropic-version", VERSION)
+            .header("anthropic-beta", BETA)
+            .timeout(self.retry.timeout);
+        if let Some(ws) = &self.workspace {
+            request = request.header("anthropic-workspace-id", ws.as_str());
+        }
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body.to_string());
+        }
+        let retry = self.retry;
+        self.io
+            .run(async move { attempts(request, retry, write).await })
+            .unwrap_or(Err(Fail::Unreachable(RemoteCause::Unavailable)))
+    }
+}
+
+/// What a query value may not hold as it is.
+const QUERY: &percent_encoding::AsciiSet = percent_encoding::NON_ALPHANUMERIC;
+
+fn memory(id: &str) -> String {
+    let id: String = percent_encoding::utf8_percent_encode(id, QUERY).collect();
+    format!("/memories/{id}")
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Fail> {
+    // An answer that is not the documented shape is a service fault.
+    serde_json::from_slice(body).map_err(|_| Fail::Unreachable(RemoteCause::Unavailable))
+}
+
+/// The attempts of one request.
+async fn attempts(
+    request: reqwest::RequestBuilder,
+    retry: Retry,
+    write: bool,
+) -> Result<Vec<u8>, Fail> {
+    let mut attempt = 0u32;
+    loop {
+        let Some(this) = request.try_clone() else {
+            return Err(Fail::Unreachable(RemoteCause::Unavailable));
+        };
+        let response = match this.send().await {
+            Ok(r) => r,
+            Err(e) => return Err(transport(&e, write, retry.timeout)),
+        };
+        let status = response.status().as_u16();
+        let wait = wait_for(response.headers(), attempt, retry.max_wait);
+        let may_retry = response
+            .headers()
+            .get("x-should-retry")
+            .is_none_or(|v| v.as_bytes() != b"false");
+        match status {
+            200..=299 => {
+                return response
+                    .bytes()
+                    .await
+                    .map(|b| b.to_vec())
+                    .map_err(|e| transport(&e, write, retry.timeout));
+            }
+            409 => return Err(Fail::Conflict),
+            404 => return Err(Fail::NotFound),
+            400 | 413 | 422 => return Err(Fail::Refused),
+            401 | 403 => return Err(Fail::Unreachable(RemoteCause::AccessDenied)),
+            429 | 500..=599 if may_retry && attempt < retry.retries => {
+                attempt += 1;
+                tokio::time::sleep(wait).await;
+            }
+            429 => return Err(Fail::Unreachable(RemoteCause::Throttled)),
+            _ => return Err(Fail::Unreachable(RemoteCause::Unavailable)),
+        }
+    }
+}
+
+/// How long to wait before retry `attempt + 1`: the server's
+/// `retry-after-ms` or `retry-after` (seconds) if it sent one, else 0.5 s
+/// doubling; never more than `max`.
+fn wait_for(headers: &reqwest::header::HeaderMap, attempt: u32, max: Duration) -> Duration {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
+    let asked = header("retry-after-ms")
+        .map(|ms| ms / 1000.0)
+        .or_else(|| header("retry-after"));
+    let wait = match asked {
+        Some(secs) => Duration::from_secs_f64(secs.min(max.as_secs_f64())),
+        None => Duration::from_millis(500u64.saturating_mul(1 << attempt.min(6))),
+    };
+    wait.min(max)
+}
+
+/// A request that got no HTTP answer.
+fn transport(e: &reqwest::Error, write: bool, timeout: Duration) -> Fail {
+    let cause = if e.is_timeout() {
+        RemoteCause::TimedOut { after: timeout }
+    } else if e.is_connect() {
+        // Nothing was sent: even a write did not happen.
+        return Fail::Unreachable(RemoteCause::ConnectionRefused);
+    } else {
+        RemoteCause::ConnectionLost
+    };
+    if write {
+        Fail::Unknown(cause)
+    } else {
+        Fail::Unreachable(cause)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::{HeaderMap, HeaderValue};
+
+    #[test]
+    fn waits_honour_retry_after_within_the_bound() {
+        let max = Duration::from_secs(10);
+        let mut h = HeaderMap::new();
+        assert_eq!(wait_for(&h, 0, max), Duration::from_millis(500));
+        assert_eq!(wait_for(&h, 2, max), Duration::from_secs(2));
+        assert_eq!(wait_for(&h, 30, max), max);
+        h.insert("retry-after", HeaderValue::from_static("3"));
+        assert_eq!(wait_for(&h, 0, max), Duration::from_secs(3));
+        h.insert("retry-after", HeaderValue::from_static("86400"));
+        assert_eq!(wait_for(&h, 0, max), max);
+        h.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(wait_for(&h, 0, max), Duration::from_millis(250));
+        h.insert("retry-after-ms", HeaderValue::from_static("NaN"));
+        assert_eq!(wait_for(&h, 0, max), max, "NaN falls back to retry-after");
+    }
+
+    #[test]
+    fn list_items_parse_both_kinds() {
+        let page: Page = serde_json::from_str(
+            r#"{"data":[{"type":"memory_prefix","path":"/a/"},
+            {"type":"memory","id":"mem_1","path":"/b.md","content_sha256":"00",
+             "content_size_bytes":2,"updated_at":"2026-01-01T00:00:00Z","content":null,
+             "memory_store_id":"memstore_1","memory_version_id":"memver_1",
+             "created_at":"2026-01-01T00:00:00Z"}],"next_page":null}"#,
+        )
+        .unwrap();
+        assert!(matches!(&page.data[0], Item::Prefix { path } if path == "/a/"));
+        assert!(matches!(&page.data[1], Item::Memory(m) if m.id == "mem_1" && m.content.is_none()));
+        assert!(page.next_page.is_none());
+    }
+}

@@ -1,0 +1,197 @@
+//! `ManagedStore`: memories in one of Claude Managed Agents' memory stores,
+//! a service of Anthropic's API (feature `managed`).
+//!
+//! - `api`: the HTTP requests, their retries and failures.
+//! - `ops`: the [`MemoryStore`](crate::MemoryStore) primitives.
+//! - `lease`: the lock memory that serializes directory moves and
+//!   size-limited writes, and finishes a move a killed process left.
+
+mod api;
+mod lease;
+mod ops;
+
+use std::fmt;
+use std::time::Duration;
+
+use api::{Api, Fail, Retry};
+
+use crate::store::RemoteCause;
+use crate::store::runtime::Io;
+
+/// The endpoint when `ANTHROPIC_BASE_URL` is not set.
+const DEFAULT_BASE: &str = "https://api.anthropic.com";
+
+/// A store over one of Claude Managed Agents' memory stores, so a Rust
+/// agent on the Messages API, Claude Code or Claude Desktop (through this
+/// crate's MCP server) and a managed agent share one memory.
+///
+/// `/memories/x/y.md` is the memory store's `/x/y.md`. Every edit and
+/// delete carries the service's `content_sha256` precondition: a 409
+/// makes the store read again and redo the edit on what it finds, so no
+/// edit is lost and none overwrites a change it did not see. The service
+/// keeps UTF-8 text only, at most 102,400 bytes a memory, 20 segments a
+/// path and 2,000 memories a store: use it with
+/// [`Config::managed_memory_stores`](crate::Config::managed_memory_stores),
+/// which refuses what would not fit before any request. See the README's
+/// "Claude Managed Agents' memory stores" for the threat model and what a
+/// killed directory move leaves.
+///
+/// Cheap to clone: clones share the HTTP client and its I/O thread.
+#[derive(Clone)]
+pub struct ManagedStore {
+    api: Api,
+}
+
+impl fmt::Debug for ManagedStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never the key; the store's id is not secret but stays out too.
+        f.debug_struct("ManagedStore").finish_non_exhaustive()
+    }
+}
+
+impl ManagedStore {
+    /// Opens memory store `id` (`memstore_…`), with the key from
+    /// `ANTHROPIC_API_KEY` and the endpoint from `ANTHROPIC_BASE_URL`, as
+    /// Anthropic's SDKs read them.
+    pub fn open(id: &str) -> Result<ManagedStore, ManagedError> {
+        ManagedStore::builder(id).open()
+    }
+
+    /// Settings for memory store `id`.
+    pub fn builder(id: &str) -> ManagedBuilder {
+        ManagedBuilder {
+            id: id.to_owned(),
+            key: None,
+            base: None,
+            workspace: None,
+            retry: Retry {
+                retries: 4,
+                max_wait: Duration::from_secs(10),
+                timeout: Duration::from_secs(30),
+            },
+        }
+    }
+}
+
+/// How to open a [`ManagedStore`]: key, endpoint, workspace, retries.
+pub struct ManagedBuilder {
+    id: String,
+    key: Option<String>,
+    base: Option<String>,
+    workspace: Option<String>,
+    retry: Retry,
+}
+
+impl fmt::Debug for ManagedBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManagedBuilder")
+            .field("workspace", &self.workspace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ManagedBuilder {
+    /// The API key, in place of `ANTHROPIC_API_KEY`.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// The API's base URL, in place of `ANTHROPIC_BASE_URL` (by default
+    /// `https://api.anthropic.com`).
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base = Some(url.into());
+        self
+    }
+
+    /// The workspace header (`anthropic-workspace-id`), for a key that can
+    /// act on more than one workspace.
+    pub fn workspace(mut self, id: impl Into<String>) -> Self {
+        self.workspace = Some(id.into());
+        self
+    }
+
+    /// Retries of a request answered with 429 or 5xx (4 by default), each
+    /// after the wait the server asks for (`retry-after`) or a doubling
+    /// backoff from 0.5 s, never longer than `max_wait` (10 s by default).
+    /// Past them the model reads SPEC §4's unreachable answer.
+    pub fn retries(mut self, retries: u32, max_wait: Duration) -> Self {
+        self.retry.retries = retries;
+        self.retry.max_wait = max_wait;
+        self
+    }
+
+    /// Each request's deadline (30 s by default).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.retry.timeout = timeout;
+        self
+    }
+
+    /// Checks that the memory store exists and the key may use it, and
+    /// finishes a directory move that a killed process left half done.
+    pub fn open(self) -> Result<ManagedStore, ManagedError> {
+        let key = match self.key {
+            Some(key) => key,
+            None => std::env::var("ANTHROPIC_API_KEY").map_err(|_| ManagedError::NoKey)?,
+        };
+        if key.trim().is_empty() {
+            return Err(ManagedError::NoKey);
+        }
+        let base = match self.base {
+            Some(base) => base,
+            None => std::env::var("ANTHROPIC_BASE_URL").unwrap_or_else(|_| DEFAULT_BASE.into()),
+        };
+        if !self.id.starts_with("memstore_") || self.id.contains(['/', '?', '#']) {
+            return Err(ManagedError::BadId);
+        }
+        // reqwest is built on rustls without a provider of its own (one
+        // provider, ring, in every feature combination).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .build()
+            .map_err(|_| ManagedError::Unreachable(RemoteCause::Unavailable))?;
+        let io = Io::start().map_err(ManagedError::Runtime)?;
+        let api = Api::new(http, io, &base, &self.id, key, self.workspace, self.retry);
+        match api.check_store() {
+            Ok(()) => {}
+            Err(Fail::NotFound) => return Err(ManagedError::NoSuchStore),
+            Err(Fail::Unreachable(cause) | Fail::Unknown(cause)) => {
+                return Err(ManagedError::Unreachable(cause));
+            }
+            Err(Fail::Conflict | Fail::Refused) => {
+                return Err(ManagedError::Unreachable(RemoteCause::Unavailable));
+            }
+        }
+        let store = ManagedStore { api };
+        store.recover().map_err(|e| match e {
+            crate::store::StoreError::Unreachable { cause, .. }
+            | crate::store::StoreError::OutcomeUnknown { cause, .. } => {
+                ManagedError::Unreachable(cause)
+            }
+            _ => ManagedError::Unreachable(RemoteCause::Unavailable),
+        })?;
+        Ok(store)
+    }
+}
+
+/// Why a [`ManagedStore`] did not open. Never holds the key.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ManagedError {
+    /// No API key: set `ANTHROPIC_API_KEY` or call
+    /// [`ManagedBuilder::api_key`].
+    #[error("no API key: set ANTHROPIC_API_KEY")]
+    NoKey,
+    /// Not a memory store id (`memstore_…`).
+    #[error("not a memory store id (memstore_…)")]
+    BadId,
+    /// The service answered that no such memory store exists for this key.
+    #[error("no such memory store")]
+    NoSuchStore,
+    /// The service could not be reached, or refused the key.
+    #[error("could not reach the memory store ({0})")]
+    Unreachable(RemoteCause),
+    /// The store's I/O thread could not start.
+    #[error("could not start the store's I/O thread: {0}")]
+    Runtime(#[source] std::io::Error),
+}
