@@ -200,6 +200,8 @@ pub mod docs_doctests {
     pub struct Stores;
     #[doc = include_str!("../docs/cloud.md")]
     pub struct Cloud;
+    #[doc = include_str!("../docs/managed.md")]
+    pub struct Managed;
     #[doc = include_str!("../docs/sql.md")]
     pub struct Sql;
     #[doc = include_str!("../docs/production.md")]

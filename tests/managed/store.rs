@@ -332,3 +332,29 @@ fn works_inside_tokio() {
         drop(tool);
     });
 }
+
+/// Another client holds a memory `/a` and memories below `/a/` at once
+/// (the service allows it): the tool shows a tree, the directory winning,
+/// and a create at `/memories/a` is refused as the directory's.
+#[test]
+fn planted_file_and_directory_at_one_path_show_the_directory() {
+    let Some((store, id)) = fresh() else { return };
+    put(&id, "/a", "file");
+    put(&id, "/a/b.md", "below");
+    let tool = MemoryTool::new(&store);
+    let view = call(&tool, json!({"command": "view", "path": "/memories"}));
+    assert_eq!(
+        view,
+        "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n5B\t/memories\n5B\t/memories/a/\n5B\t/memories/a/b.md"
+    );
+    let made = call(
+        &tool,
+        json!({"command": "create", "path": "/memories/a", "file_text": "x"}),
+    );
+    assert_eq!(made, "Error: File /memories/a already exists");
+    assert_eq!(
+        memories(&id)[0],
+        ("/a".into(), "file".into()),
+        "nothing overwritten"
+    );
+}

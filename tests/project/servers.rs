@@ -39,6 +39,11 @@ const SERVERS: &[Server] = &[
         variable: "CLAUDE_MEMORY_MCP_CLIENTS",
         tests: "tests/mcp/official_clients.rs",
     },
+    Server {
+        what: "the memory stores API emulator (checked by Anthropic's Python SDK)",
+        variable: "CLAUDE_MEMORY_TEST_MANAGED_URL",
+        tests: "tests/managed/*.rs",
+    },
 ];
 
 fn main() {

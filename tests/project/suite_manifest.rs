@@ -39,7 +39,13 @@ fn without_cli(section: &str) -> (&str, &str) {
 }
 
 /// The folders of `tests/` that hold support modules, not tests.
-const SUPPORT: &[&str] = &["common", "cloud_support", "mcp_support", "mcp_clients"];
+const SUPPORT: &[&str] = &[
+    "common",
+    "cloud_support",
+    "managed_support",
+    "mcp_support",
+    "mcp_clients",
+];
 
 #[test]
 fn every_file_in_tests_is_a_suite_test() {

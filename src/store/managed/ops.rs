@@ -72,16 +72,19 @@ pub(super) fn fail(e: Fail, path: &MemoryPath) -> StoreError {
     }
 }
 
-/// What `items` (a listing of `path`'s parent) say is at `path`.
+/// What `items` (a listing of `path`'s parent) say is at `path`. Another
+/// client may have made both a memory `/a` and memories below `/a/`: the
+/// directory wins, so the tree the tool shows is always a tree.
 fn find_in(items: Vec<Item>, path: &str) -> Found {
+    let mut found = Found::Missing;
     for item in items {
         match item {
-            Item::Memory(m) if m.path == path => return Found::File(m),
+            Item::Memory(m) if m.path == path => found = Found::File(m),
             Item::Prefix { path: p } if p.strip_suffix('/') == Some(path) => return Found::Dir,
             _ => {}
         }
     }
-    Found::Missing
+    found
 }
 
 fn is_marker(item: &Item) -> bool {
@@ -363,9 +366,16 @@ impl MemoryStore for ManagedStore {
             });
         }
         let base = prefix(dir);
+        let dirs: std::collections::HashSet<String> = items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Prefix { path } => Some(path.strip_prefix(&base)?.strip_suffix('/')?.into()),
+                Item::Memory(_) => None,
+            })
+            .collect();
         let mut entries = Vec::with_capacity(items.len());
-        for item in items {
-            let (rest, kind, m) = match &item {
+        for item in &items {
+            let (rest, kind, m) = match item {
                 Item::Memory(m) => (m.path.strip_prefix(&base), EntryKind::File, Some(m)),
                 Item::Prefix { path } => (path.strip_prefix(&base), EntryKind::Directory, None),
             };
@@ -373,6 +383,10 @@ impl MemoryStore for ManagedStore {
                 continue;
             };
             if name.is_empty() || name.contains('/') || is_reserved(name) {
+                continue;
+            }
+            // A memory shadowed by a directory of its name (see find_in).
+            if kind == EntryKind::File && dirs.contains(name) {
                 continue;
             }
             entries.push(DirEntry {
