@@ -403,6 +403,7 @@ class State:
     def update_memory(self, q, body, sid, mid):
         view = query_view(q, "basic")
         check_keys(body, ("content", "path", "precondition"))
+        # GUESS: a null content or path (the SDK types allow it) means "leave it as it is", like omitting it.
         content = None if body.get("content") is None else check_content(body["content"])
         path = None if body.get("path") is None else check_path(body["path"])
         pre = body.get("precondition")
@@ -419,7 +420,8 @@ class State:
         new_path = m["path"] if path is None else path
         unchanged = new_content == m["content"] and new_path == m["path"]
         if pre is not None and pre["content_sha256"] != m["sha"] and not unchanged:
-            # (Documented: when the stored state already equals the request, 200 instead.)
+            # Anthropic's API reference: if the precondition fails but the stored
+            # state already equals the requested content and path, 200 instead of 409.
             raise precondition_failed(m)
         if new_path != m["path"] and new_path in s["by_path"]:
             raise path_conflict(s["by_path"][new_path], new_path)
