@@ -6,12 +6,15 @@
 //! delete or a move out of it). A path is found by listing its parent
 //! (`depth=1`), which also says whether it is a directory.
 
+use std::collections::HashSet;
+
 use super::ManagedStore;
 use super::api::{Fail, Item, Memory};
 use crate::path::{MemoryPath, is_reserved};
 use crate::store::{
     DeleteIf, DeleteOptions, DirEntry, EntryKind, FileContent, MemoryStore, Metadata,
-    RenameOptions, StoreError, StoreResult, UPDATE_ATTEMPTS, Version, WriteMode, WriteOptions,
+    RenameOptions, StoreError, StoreResult, Tree, UPDATE_ATTEMPTS, Version, WriteMode,
+    WriteOptions,
 };
 
 /// The marker memory that keeps an empty directory.
@@ -366,7 +369,7 @@ impl MemoryStore for ManagedStore {
             });
         }
         let base = prefix(dir);
-        let dirs: std::collections::HashSet<String> = items
+        let dirs: HashSet<String> = items
             .iter()
             .filter_map(|i| match i {
                 Item::Prefix { path } => Some(path.strip_prefix(&base)?.strip_suffix('/')?.into()),
@@ -397,6 +400,56 @@ impl MemoryStore for ManagedStore {
             });
         }
         Ok(entries)
+    }
+
+    /// One paged listing of everything below `dir` (at most 2,000
+    /// memories, 20 pages), so a directory view or a file count costs a
+    /// few requests whatever the tree's shape.
+    fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<Tree>> {
+        let all = self.below(dir)?;
+        if all.is_empty() {
+            // Missing, a file, or the empty root: `list` says which.
+            self.list(dir)?;
+            return Ok(None);
+        }
+        let base = prefix(dir);
+        let rels: Vec<(&str, &Memory)> = all
+            .iter()
+            .filter_map(|m| Some((m.path.strip_prefix(&base)?, m)))
+            .collect();
+        let mut dirs = HashSet::new();
+        for (rel, _) in &rels {
+            let mut end = 0;
+            while let Some(slash) = rel[end..].find('/') {
+                end += slash;
+                dirs.insert(&rel[..end]);
+                end += 1;
+            }
+        }
+        let mut tree = Tree::new();
+        let mut entry = |rel: &str, kind, m: Option<&Memory>| {
+            let (parent, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+            if !name.is_empty() && !is_reserved(name) {
+                tree.push(
+                    parent,
+                    DirEntry {
+                        name: name.to_owned(),
+                        kind,
+                        len: m.map_or(0, |m| m.content_size_bytes),
+                        modified: m.and_then(|m| metadata(m).modified),
+                    },
+                );
+            }
+        };
+        for d in &dirs {
+            entry(d, EntryKind::Directory, None);
+        }
+        for (rel, m) in &rels {
+            if !dirs.contains(rel) {
+                entry(rel, EntryKind::File, Some(m));
+            }
+        }
+        Ok(Some(tree))
     }
 
     fn write_opts(
