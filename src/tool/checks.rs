@@ -10,6 +10,7 @@ use super::MemoryTool;
 use crate::path::MemoryPath;
 use crate::policy::Decision;
 use crate::render;
+use crate::store::walk::walk_skipping_unlistable;
 use crate::store::{EntryKind, Flow, MemoryStore, Order, Step, StoreError, walk};
 
 impl<S: MemoryStore> MemoryTool<S> {
@@ -80,9 +81,11 @@ impl<S: MemoryStore> MemoryTool<S> {
             return Ok(());
         }
         // Counting stops going into directories once the limit is
-        // reached, so a huge store is not walked whole for every create.
+        // reached, so a huge store is not walked whole for every create;
+        // a store that reads its tree at once (list_tree) does it in one
+        // call, not one per directory.
         let mut files = 0u64;
-        walk(
+        walk_skipping_unlistable(
             &self.store,
             &MemoryPath::root(),
             Order::AsListed,

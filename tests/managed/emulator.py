@@ -12,7 +12,8 @@ that works here also works against a more lenient server. Those choices are
 marked "GUESS" below. Test controls (not part of the real API, no auth):
 
     POST /_emulator/faults        {"memory_store_id", "status", "count",
-                                   "retry_after"?, "should_retry"?, "method"?}
+                                   "retry_after"?, "should_retry"?, "method"?,
+                                   "skip"? (let n pass first), "after"? (apply, then fail)}
     POST /_emulator/race          {"memory_store_id", "count"}
     GET  /_emulator/requests?memory_store_id=…   POST /_emulator/reset_counts
     GET  /_emulator/health
@@ -650,22 +651,33 @@ class Handler(BaseHTTPRequestHandler):
             if not isinstance(body, dict):
                 raise bad("request body must be a JSON object")
         with st.lock:
-            if sid is not None:
-                self.inject_fault(sid, method)
+            lost = self.inject_fault(sid, method) if sid is not None else None
             status, obj = getattr(st, name)(query, body, *args)
+        if lost is not None:  # applied, but the answer is lost on the way
+            raise lost
         self.send_json(status, obj, {"request-id": request_id})
 
     def inject_fault(self, sid, method):
-        """The faults control: the next matching request fails, and nothing changes."""
+        """The faults control: the next matching request fails, and nothing
+        changes; after `skip` matching requests have passed; with `after`,
+        the request is applied and the fault returned, to answer in place
+        of its result (a write whose answer was lost)."""
         for f in self.state.faults:
             if f["memory_store_id"] == sid and f["count"] > 0 and f["method"] in (None, method):
+                if f["skip"] > 0:
+                    f["skip"] -= 1
+                    return None
                 f["count"] -= 1
                 headers = {}
                 if f["retry_after"] is not None:
                     headers["retry-after"] = f["retry_after"]
                 if f["should_retry"] is not None:
                     headers["x-should-retry"] = "true" if f["should_retry"] else "false"
-                raise ApiError(f["status"], f"injected fault ({f['status']})", headers=headers)
+                fault = ApiError(f["status"], f"injected fault ({f['status']})", headers=headers)
+                if f["after"]:
+                    return fault
+                raise fault
+        return None
 
     def control(self, method, segments, query, raw):
         st = self.state
@@ -688,9 +700,12 @@ class Handler(BaseHTTPRequestHandler):
                 ra, sr = body.get("retry_after"), body.get("should_retry")
                 if (ra is not None and not isinstance(ra, (str, int))) or (sr is not None and not isinstance(sr, bool)):
                     raise bad("faults: retry_after is a header value, should_retry a boolean")
+                skip, after = body.get("skip", 0), body.get("after", False)
+                if not isinstance(skip, int) or skip < 0 or not isinstance(after, bool):
+                    raise bad("faults: skip is a non-negative integer, after a boolean")
                 st.faults.append({"memory_store_id": sid, "status": status, "count": count,
                                   "retry_after": None if ra is None else str(ra), "should_retry": sr,
-                                  "method": body.get("method")})
+                                  "method": body.get("method"), "skip": skip, "after": after})
                 return 200, {"ok": True}
             if (method, what) == ("POST", "race"):
                 sid, count = body.get("memory_store_id"), body.get("count", 1)

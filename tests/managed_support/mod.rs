@@ -102,6 +102,39 @@ pub fn fault(id: &str, status: u16, count: u32, retry_after: Option<&str>) {
     assert_eq!(code, 200, "{answer}");
 }
 
+/// Any fault (see the emulator's `/_emulator/faults`).
+pub fn fault_with(body: Value) {
+    let (code, answer) = http("POST", "/_emulator/faults", Some(&body));
+    assert_eq!(code, 200, "{answer}");
+}
+
+/// The memories of store `id` with their ids: (path, id, content).
+pub fn memories_with_ids(id: &str) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    let (code, body) = http(
+        "GET",
+        &format!("/v1/memory_stores/{id}/memories?limit=20&view=full"),
+        None,
+    );
+    assert_eq!(code, 200, "{body}");
+    for m in body["data"].as_array().expect("data") {
+        let s = |k: &str| m[k].as_str().unwrap_or_default().to_owned();
+        out.push((s("path"), s("id"), s("content")));
+    }
+    out.sort();
+    out
+}
+
+/// Rewrites memory `mem` of store `id` (another client), unconditionally.
+pub fn overwrite(id: &str, mem: &str, content: &str) {
+    let (code, body) = http(
+        "POST",
+        &format!("/v1/memory_stores/{id}/memories/{mem}"),
+        Some(&json!({"content": content})),
+    );
+    assert_eq!(code, 200, "{body}");
+}
+
 /// Before each of the next `count` preconditioned updates or deletes on
 /// store `id`, the emulator changes the memory itself (another writer).
 pub fn race(id: &str, count: u32) {

@@ -19,6 +19,10 @@ const BETA: &str = "agent-memory-2026-07-22";
 const VERSION: &str = "2023-06-01";
 /// Items per list page: the API's maximum for `view=basic`.
 const PAGE: &str = "100";
+/// The most pages one listing follows: a store holds at most 2,000
+/// memories (20 pages); a service that keeps sending `next_page` past
+/// that is faulty, and is not followed for ever.
+const MAX_PAGES: usize = 25;
 
 /// A memory as the API describes it (content only on a retrieve).
 #[derive(Debug, Clone, Deserialize)]
@@ -99,9 +103,7 @@ impl Api {
         workspace: Option<String>,
         retry: Retry,
     ) -> Api {
-        let store_id: String =
-            percent_encoding::utf8_percent_encode(store_id, percent_encoding::NON_ALPHANUMERIC)
-                .collect();
+        let store_id: String = percent_encoding::utf8_percent_encode(store_id, QUERY).collect();
         Api {
             http,
             io,
@@ -123,7 +125,7 @@ impl Api {
         let depth = depth.to_string();
         let mut items = Vec::new();
         let mut page: Option<String> = None;
-        loop {
+        for _ in 0..MAX_PAGES {
             let mut query = vec![
                 ("path_prefix", prefix.to_owned()),
                 ("depth", depth.clone()),
@@ -141,6 +143,7 @@ impl Api {
                 _ => return Ok(items),
             }
         }
+        Err(Fail::Unreachable(RemoteCause::Unavailable))
     }
 
     /// One memory with its content.
@@ -195,6 +198,12 @@ impl Api {
         body: Option<Value>,
     ) -> Result<Vec<u8>, Fail> {
         let write = method != reqwest::Method::GET;
+        // A 5xx to a create or a delete may come after it happened, and a
+        // repeat would then answer 409 or 404 for this call's own change:
+        // only reads and preconditioned updates (the service answers 200
+        // to an update that finds its change already made) are repeated.
+        let repeat = method == reqwest::Method::GET
+            || (method == reqwest::Method::POST && below != "/memories" && !below.is_empty());
         let mut url = format!("{}{below}", self.store_url);
         for (i, (name, value)) in query.iter().enumerate() {
             let value = percent_encoding::utf8_percent_encode(value, QUERY);
@@ -217,13 +226,18 @@ impl Api {
         }
         let retry = self.retry;
         self.io
-            .run(async move { attempts(request, retry, write).await })
+            .run(async move { attempts(request, retry, write, repeat).await })
             .unwrap_or(Err(Fail::Unreachable(RemoteCause::Unavailable)))
     }
 }
 
-/// What a query value may not hold as it is.
-const QUERY: &percent_encoding::AsciiSet = percent_encoding::NON_ALPHANUMERIC;
+/// What a query value or an id may not hold as it is: all but RFC 3986's
+/// unreserved characters.
+const QUERY: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
 fn memory(id: &str) -> String {
     let id: String = percent_encoding::utf8_percent_encode(id, QUERY).collect();
@@ -240,6 +254,7 @@ async fn attempts(
     request: reqwest::RequestBuilder,
     retry: Retry,
     write: bool,
+    repeat: bool,
 ) -> Result<Vec<u8>, Fail> {
     let mut attempt = 0u32;
     loop {
@@ -268,11 +283,14 @@ async fn attempts(
             404 => return Err(Fail::NotFound),
             400 | 413 | 422 => return Err(Fail::Refused),
             401 | 403 => return Err(Fail::Unreachable(RemoteCause::AccessDenied)),
-            429 | 500..=599 if may_retry && attempt < retry.retries => {
+            429 | 500..=599
+                if may_retry && attempt < retry.retries && (repeat || status == 429) =>
+            {
                 attempt += 1;
                 tokio::time::sleep(wait).await;
             }
             429 => return Err(Fail::Unreachable(RemoteCause::Throttled)),
+            500..=599 if !repeat => return Err(Fail::Unknown(RemoteCause::Unavailable)),
             _ => return Err(Fail::Unreachable(RemoteCause::Unavailable)),
         }
     }

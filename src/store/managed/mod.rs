@@ -134,7 +134,8 @@ impl ManagedBuilder {
             Some(key) => key,
             None => std::env::var("ANTHROPIC_API_KEY").map_err(|_| ManagedError::NoKey)?,
         };
-        if key.trim().is_empty() {
+        // A header value: visible ASCII only (a pasted newline, say).
+        if key.trim().is_empty() || !key.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(ManagedError::NoKey);
         }
         let base = match self.base {
@@ -163,13 +164,7 @@ impl ManagedBuilder {
             }
         }
         let store = ManagedStore { api };
-        store.recover().map_err(|e| match e {
-            crate::store::StoreError::Unreachable { cause, .. }
-            | crate::store::StoreError::OutcomeUnknown { cause, .. } => {
-                ManagedError::Unreachable(cause)
-            }
-            _ => ManagedError::Unreachable(RemoteCause::Unavailable),
-        })?;
+        store.recover();
         Ok(store)
     }
 }
@@ -178,9 +173,9 @@ impl ManagedBuilder {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ManagedError {
-    /// No API key: set `ANTHROPIC_API_KEY` or call
-    /// [`ManagedBuilder::api_key`].
-    #[error("no API key: set ANTHROPIC_API_KEY")]
+    /// No API key, or one with spaces or control characters in it: set
+    /// `ANTHROPIC_API_KEY` or call [`ManagedBuilder::api_key`].
+    #[error("no usable API key: set ANTHROPIC_API_KEY (visible characters only)")]
     NoKey,
     /// Not a memory store id (`memstore_…`).
     #[error("not a memory store id (memstore_…)")]

@@ -21,7 +21,7 @@ use crate::store::{
 pub(super) const MARKER: &str = ".claude-memory-dir";
 /// The service's limits (its API reference).
 const MAX_BYTES: usize = 102_400;
-const MAX_SEGMENTS: usize = 20;
+pub(super) const MAX_SEGMENTS: usize = 20;
 
 /// What a path names.
 pub(super) enum Found {
@@ -75,6 +75,17 @@ pub(super) fn fail(e: Fail, path: &MemoryPath) -> StoreError {
     }
 }
 
+/// A listing's failure: a missing memory store is not a missing path.
+fn listing_failed(e: Fail, dir: &MemoryPath) -> StoreError {
+    match e {
+        Fail::NotFound => fail(
+            Fail::Unreachable(crate::store::RemoteCause::Unavailable),
+            dir,
+        ),
+        other => fail(other, dir),
+    }
+}
+
 /// What `items` (a listing of `path`'s parent) say is at `path`. Another
 /// client may have made both a memory `/a` and memories below `/a/`: the
 /// directory wins, so the tree the tool shows is always a tree.
@@ -114,12 +125,17 @@ fn fits<'d>(path: &MemoryPath, data: &'d [u8]) -> StoreResult<&'d str> {
 impl ManagedStore {
     /// The children of `dir`, as the service lists them.
     pub(super) fn children(&self, dir: &MemoryPath) -> StoreResult<Vec<Item>> {
-        self.api.list(&prefix(dir), 1).map_err(|e| fail(e, dir))
+        self.api
+            .list(&prefix(dir), 1)
+            .map_err(|e| listing_failed(e, dir))
     }
 
     /// Every memory below `dir`, at any depth.
     pub(super) fn below(&self, dir: &MemoryPath) -> StoreResult<Vec<Memory>> {
-        let items = self.api.list(&prefix(dir), 0).map_err(|e| fail(e, dir))?;
+        let items = self
+            .api
+            .list(&prefix(dir), 0)
+            .map_err(|e| listing_failed(e, dir))?;
         Ok(items
             .into_iter()
             .filter_map(|i| match i {
@@ -155,19 +171,16 @@ impl ManagedStore {
         Ok(())
     }
 
-    /// Keeps `path`'s parent in existence after its entry left it.
-    pub(super) fn keep_parent(&self, path: &MemoryPath) -> StoreResult<()> {
+    /// Keeps `path`'s parent in existence after its entry left it. Best
+    /// effort: the change itself is done, and a store at its 2,000-memory
+    /// cap (or a failing service) only lets the emptied directory go.
+    pub(super) fn keep_parent(&self, path: &MemoryPath) {
         let Some(parent) = path.parent().filter(|p| !p.is_root()) else {
-            return Ok(());
+            return;
         };
-        if self.children(&parent)?.is_empty() {
-            let marker = format!("{}{MARKER}", prefix(&parent));
-            match self.api.create(&marker, "") {
-                Ok(_) | Err(Fail::Conflict) => {}
-                Err(e) => return Err(fail(e, &parent)),
-            }
+        if self.children(&parent).is_ok_and(|items| items.is_empty()) {
+            let _ = self.api.create(&format!("{}{MARKER}", prefix(&parent)), "");
         }
-        Ok(())
     }
 
     /// Drops the marker of a directory that now holds an entry.
@@ -254,7 +267,8 @@ impl ManagedStore {
             {
                 Ok(_) => {
                     self.drop_marker(&siblings);
-                    return self.keep_parent(from);
+                    self.keep_parent(from);
+                    return Ok(());
                 }
                 // Edited or the destination taken meanwhile: look again.
                 Err(Fail::Conflict) => continue,
@@ -279,7 +293,7 @@ impl ManagedStore {
             }
             match self.api.delete(&m.id, &m.content_sha256) {
                 Ok(()) => {
-                    self.keep_parent(path)?;
+                    self.keep_parent(path);
                     return Ok(true);
                 }
                 Err(Fail::Conflict) => continue,
@@ -290,18 +304,36 @@ impl ManagedStore {
         Err(StoreError::Conflict { path: path.clone() })
     }
 
-    /// Deletes every memory below `dir`, then keeps its parent.
-    fn delete_tree(&self, dir: &MemoryPath) -> StoreResult<()> {
-        for _ in 0..UPDATE_ATTEMPTS {
-            let all = self.below(dir)?;
-            if all.is_empty() {
-                return self.keep_parent(dir);
+    /// Deletes every memory below `dir` (and a memory another client put
+    /// at `dir` itself, which the directory hid), under the lease so no
+    /// directory move interleaves, then keeps its parent. Stopped half
+    /// way, it leaves memories deleted one by one: the next delete
+    /// finishes it.
+    fn delete_tree(&self, dir: &MemoryPath, siblings: Vec<Item>) -> StoreResult<()> {
+        let _lease = self.lease(dir)?;
+        let shadowed = siblings.into_iter().filter_map(|i| match i {
+            Item::Memory(m) if m.path == key(dir) => Some(m),
+            _ => None,
+        });
+        let mut all: Vec<Memory> = shadowed.collect();
+        all.extend(self.below(dir)?);
+        if all.is_empty() {
+            // Moved or deleted while this call waited for the lease.
+            return Err(StoreError::NotFound { path: dir.clone() });
+        }
+        for pass in 0..UPDATE_ATTEMPTS {
+            if pass > 0 {
+                all = self.below(dir)?;
             }
-            for m in all {
+            if all.is_empty() {
+                self.keep_parent(dir);
+                return Ok(());
+            }
+            for m in all.drain(..) {
                 match self.api.delete(&m.id, &m.content_sha256) {
                     // Changed or gone meanwhile: the next pass sees it.
                     Ok(()) | Err(Fail::Conflict | Fail::NotFound) => {}
-                    Err(e) => return Err(fail(e, dir)),
+                    Err(e) => return Err(super::lease::half_done(fail(e, dir), dir)),
                 }
             }
         }
@@ -464,7 +496,7 @@ impl MemoryStore for ManagedStore {
         let text = fits(path, data)?;
         // A size-limited write holds the lease, so two cannot both fit.
         let _lease = match options.quota {
-            Some(_) => Some(self.lease(path, None)?),
+            Some(_) => Some(self.lease(path)?),
             None => None,
         };
         for _ in 0..UPDATE_ATTEMPTS {
@@ -485,13 +517,13 @@ impl MemoryStore for ManagedStore {
             };
         }
         match options.condition {
-            DeleteIf::Exists => match self.find(path)?.0 {
-                Found::Missing => Err(StoreError::NotFound { path: path.clone() }),
-                Found::File(_) => match self.delete_file(path, &mut |_| true)? {
+            DeleteIf::Exists => match self.find(path)? {
+                (Found::Missing, _) => Err(StoreError::NotFound { path: path.clone() }),
+                (Found::File(_), _) => match self.delete_file(path, &mut |_| true)? {
                     true => Ok(true),
                     false => Err(StoreError::NotFound { path: path.clone() }),
                 },
-                Found::Dir => self.delete_tree(path).map(|()| true),
+                (Found::Dir, siblings) => self.delete_tree(path, siblings).map(|()| true),
             },
             DeleteIf::EmptyDir => {
                 if !matches!(self.find(path)?.0, Found::Dir) {
@@ -509,7 +541,7 @@ impl MemoryStore for ManagedStore {
                         }
                     }
                 }
-                self.keep_parent(path)?;
+                self.keep_parent(path);
                 Ok(true)
             }
             DeleteIf::FileWhere(accept) => self.delete_file(path, accept),
