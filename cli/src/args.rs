@@ -79,7 +79,7 @@ pub struct Cli {
     pub max_store_size: Option<u64>,
 
     /// Limits profile: `managed` applies Anthropic's managed Memory Stores
-    /// limits (20 path segments, 100 kB per memory, 2,000 memories);
+    /// limits (20 path segments, 102,400 bytes per memory, 2,000 memories);
     /// --max-file-size still overrides [default: none]
     #[arg(
         long,

@@ -173,10 +173,11 @@ fn the_key_never_shows() {
         .api_key("sk-ant-secret-123")
         .open();
     let e = wrong.expect_err("a wrong key is refused");
-    assert_eq!(
-        e.to_string(),
-        "could not reach the memory store (access denied)"
+    assert!(
+        matches!(e, claude_memory::ManagedError::AccessDenied),
+        "{e}"
     );
+    assert!(e.to_string().contains("ANTHROPIC_API_KEY"), "{e}");
     assert!(!format!("{e:?}").contains("secret"));
     assert!(!format!("{store:?}").contains("test-key"));
     fault(&id, 401, 1, None);
@@ -299,6 +300,38 @@ fn directory_moves_keep_every_memory_and_the_emptied_parent() {
         got,
         vec!["/p/.claude-memory-dir", "/q/d/one.md", "/q/d/two/three.md"]
     );
+}
+
+/// An endpoint that is not a URL, or names no such memory store, says
+/// so at open, with what to check.
+#[test]
+fn open_errors_say_what_to_check() {
+    let Some(id) = managed_support::new_store() else {
+        return;
+    };
+    let (url, key) = managed_support::endpoint().expect("emulator");
+    let open = |base: &str, id: &str| {
+        claude_memory::ManagedStore::builder(id)
+            .base_url(base)
+            .api_key(&key)
+            .retries(0, std::time::Duration::ZERO)
+            .open()
+            .expect_err("refused")
+            .to_string()
+    };
+    for bad in ["127.0.0.1:55540", "not a url", "ftp://x"] {
+        assert!(
+            open(bad, &id).contains("is not an http:// or https:// URL"),
+            "{bad}"
+        );
+    }
+    let v1 = open(&format!("{url}/v1"), &id);
+    assert!(
+        v1.contains("no such memory store") && v1.contains("/v1"),
+        "{v1}"
+    );
+    let missing = open(&url, "memstore_doesnotexist");
+    assert!(missing.contains("check the id"), "{missing}");
 }
 
 /// The store works inside a Tokio runtime: created, used and dropped on a

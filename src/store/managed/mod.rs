@@ -32,9 +32,13 @@ const DEFAULT_BASE: &str = "https://api.anthropic.com";
 /// keeps UTF-8 text only, at most 102,400 bytes a memory, 20 segments a
 /// path and 2,000 memories a store: use it with
 /// [`Config::managed_memory_stores`](crate::Config::managed_memory_stores),
-/// which refuses what would not fit before any request. See the README's
-/// "Claude Managed Agents' memory stores" for the threat model and what a
-/// killed directory move leaves.
+/// which refuses what would not fit before any request. See
+/// `docs/managed.md` for the threat model and what a killed directory
+/// move leaves.
+///
+/// Its methods block on the network (as every store's do): from async
+/// code, use it through `AsyncMemoryTool` (feature
+/// `tokio`) or `spawn_blocking`, and open it the same way.
 ///
 /// Cheap to clone: clones share the HTTP client and its I/O thread.
 #[derive(Clone)]
@@ -52,7 +56,8 @@ impl fmt::Debug for ManagedStore {
 impl ManagedStore {
     /// Opens memory store `id` (`memstore_…`), with the key from
     /// `ANTHROPIC_API_KEY` and the endpoint from `ANTHROPIC_BASE_URL`, as
-    /// Anthropic's SDKs read them.
+    /// Anthropic's SDKs read them, and the workspace from
+    /// `ANTHROPIC_WORKSPACE_ID` if it is set.
     pub fn open(id: &str) -> Result<ManagedStore, ManagedError> {
         ManagedStore::builder(id).open()
     }
@@ -105,7 +110,7 @@ impl ManagedBuilder {
     }
 
     /// The workspace header (`anthropic-workspace-id`), for a key that can
-    /// act on more than one workspace.
+    /// act on more than one workspace, in place of `ANTHROPIC_WORKSPACE_ID`.
     pub fn workspace(mut self, id: impl Into<String>) -> Self {
         self.workspace = Some(id.into());
         self
@@ -140,8 +145,19 @@ impl ManagedBuilder {
         }
         let base = match self.base {
             Some(base) => base,
-            None => std::env::var("ANTHROPIC_BASE_URL").unwrap_or_else(|_| DEFAULT_BASE.into()),
+            None => std::env::var("ANTHROPIC_BASE_URL")
+                .ok()
+                .filter(|b| !b.is_empty())
+                .unwrap_or_else(|| DEFAULT_BASE.into()),
         };
+        let parsed = reqwest::Url::parse(&base).map_err(|_| ManagedError::BadUrl(base.clone()))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+            return Err(ManagedError::BadUrl(base));
+        }
+        let workspace = self
+            .workspace
+            .or_else(|| std::env::var("ANTHROPIC_WORKSPACE_ID").ok())
+            .filter(|w| !w.is_empty());
         if !self.id.starts_with("memstore_") || self.id.contains(['/', '?', '#']) {
             return Err(ManagedError::BadId);
         }
@@ -150,17 +166,22 @@ impl ManagedBuilder {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .build()
-            .map_err(|_| ManagedError::Unreachable(RemoteCause::Unavailable))?;
+            .map_err(|e| ManagedError::Runtime(std::io::Error::other(e)))?;
         let io = Io::start().map_err(ManagedError::Runtime)?;
-        let api = Api::new(http, io, &base, &self.id, key, self.workspace, self.retry);
+        let api = Api::new(http, io, &base, &self.id, key, workspace, self.retry);
+        let unreachable = |cause| ManagedError::Unreachable {
+            endpoint: base.clone(),
+            cause,
+        };
         match api.check_store() {
             Ok(()) => {}
-            Err(Fail::NotFound) => return Err(ManagedError::NoSuchStore),
-            Err(Fail::Unreachable(cause) | Fail::Unknown(cause)) => {
-                return Err(ManagedError::Unreachable(cause));
+            Err(Fail::NotFound) => return Err(ManagedError::NoSuchStore { endpoint: base }),
+            Err(Fail::Unreachable(RemoteCause::AccessDenied)) => {
+                return Err(ManagedError::AccessDenied);
             }
+            Err(Fail::Unreachable(cause) | Fail::Unknown(cause)) => return Err(unreachable(cause)),
             Err(Fail::Conflict | Fail::Refused) => {
-                return Err(ManagedError::Unreachable(RemoteCause::Unavailable));
+                return Err(unreachable(RemoteCause::Unavailable));
             }
         }
         let store = ManagedStore { api };
@@ -180,12 +201,31 @@ pub enum ManagedError {
     /// Not a memory store id (`memstore_…`).
     #[error("not a memory store id (memstore_…)")]
     BadId,
+    /// `ANTHROPIC_BASE_URL` (or [`ManagedBuilder::base_url`]) is not an
+    /// `http://` or `https://` URL.
+    #[error("`{0}` is not an http:// or https:// URL (ANTHROPIC_BASE_URL)")]
+    BadUrl(String),
     /// The service answered that no such memory store exists for this key.
-    #[error("no such memory store")]
-    NoSuchStore,
-    /// The service could not be reached, or refused the key.
-    #[error("could not reach the memory store ({0})")]
-    Unreachable(RemoteCause),
+    #[error(
+        "no such memory store at {endpoint} for this key: check the id, the key's workspace (ANTHROPIC_WORKSPACE_ID), and that ANTHROPIC_BASE_URL ends before /v1"
+    )]
+    NoSuchStore {
+        /// The API's base URL.
+        endpoint: String,
+    },
+    /// The service refused the key.
+    #[error(
+        "the API refused the key: check ANTHROPIC_API_KEY (and, for a key of several workspaces, ANTHROPIC_WORKSPACE_ID)"
+    )]
+    AccessDenied,
+    /// The service could not be reached.
+    #[error("could not reach the memory stores API at {endpoint} ({cause})")]
+    Unreachable {
+        /// The API's base URL.
+        endpoint: String,
+        /// Why.
+        cause: RemoteCause,
+    },
     /// The store's I/O thread could not start.
     #[error("could not start the store's I/O thread: {0}")]
     Runtime(#[source] std::io::Error),
