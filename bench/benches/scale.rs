@@ -1,9 +1,11 @@
-//! How the crate scales: directory views against tree size, `view_range`
-//! in a 100 MB file (time and peak memory), `str_replace` against file size.
-//! Prints medians of repeated runs; run by hand:
+//! How the crate scales: opening a store and one create against its size,
+//! directory views against tree size, `view_range` in a 100 MB file (time
+//! and peak memory), `str_replace` against file size. Prints medians of
+//! repeated runs; run by hand:
 //!
 //! ```text
 //! cargo bench -p claude-memory-bench --bench scale
+//! cargo bench -p claude-memory-bench --bench scale -- open   # the first part alone
 //! ```
 
 use std::fs;
@@ -53,11 +55,52 @@ fn fmt(d: Duration) -> String {
     }
 }
 
+/// Opening a filesystem store and one create in it, against the store's
+/// size: opening walks nothing (temporary files a crash left go when a
+/// listing finds them), so the ratio stays near 1.
+fn open_and_create(dir: &std::path::Path) {
+    println!("open + one create (durable filesystem store) against store size");
+    let mut first = None;
+    for files in [1_000usize, 10_000, 100_000] {
+        let root = dir.join(format!("open{files}"));
+        for i in 0..files {
+            let sub = root.join(format!("d{:04}", i / 100));
+            if i % 100 == 0 {
+                fs::create_dir_all(&sub).expect("dir");
+            }
+            fs::write(sub.join(format!("f{i:06}.md")), "a memory\n").expect("file");
+        }
+        let runs: Vec<Duration> = (0..9)
+            .map(|n| {
+                let start = Instant::now();
+                let tool = MemoryTool::new(FilesystemStore::open(&root).expect("open"));
+                let p = format!("/memories/new/n{n}.md");
+                let r = tool.dispatch(&json!({"command": "create", "path": p, "file_text": "x"}));
+                assert!(!r.is_error, "{r:?}");
+                start.elapsed()
+            })
+            .collect();
+        let m = median(runs);
+        let base = *first.get_or_insert(m);
+        println!(
+            "  {files:>8} files: {} ({:.2}x the 1,000-file store)",
+            fmt(m),
+            m.as_secs_f64() / base.as_secs_f64()
+        );
+        fs::remove_dir_all(&root).expect("cleanup");
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo bench -- --list`
     }
     let dir = tempfile::tempdir().expect("temporary directory");
+    open_and_create(dir.path());
+    if std::env::args().any(|a| a == "open") {
+        return; // `cargo bench --bench scale -- open`: this part alone
+    }
+    println!();
 
     // A 100 MB file placed in the store by someone else.
     let root = dir.path().join("big");

@@ -406,7 +406,7 @@ fn stdio_low_ulimit(root: &Path, nofile: u32, lines: &[Value]) -> (bool, Vec<Val
 fn repro2_and_6_trees_deeper_than_any_limit_open_and_delete_under_a_low_ulimit() {
     let dir = tempfile::tempdir().expect("tempdir");
     // Deeper than the old 4,096-level cap, with a crashed writer's
-    // temporary file at the bottom for the start-up sweep.
+    // temporary file at the bottom for the delete to take with the tree.
     deep_tree_on_disk(dir.path(), 6000, ".claude-memory.tmp.1.1");
     let (ok, answers) = stdio_low_ulimit(
         dir.path(),

@@ -409,18 +409,25 @@ fn a_server_killed_mid_write_leaves_old_or_new_content_and_no_token_in_its_outpu
             assert_eq!(got.len(), text.len(), "a torn file after a kill");
         }
     }
-    // Reopening for writing clears what the killed writers left (`view`
-    // opens read-only and sweeps nothing: with it, the test failed
-    // whenever the last round's kill landed mid-write, as it did here under
-    // load).
-    let out = Command::new(BIN)
+    // A listing by a writing handle clears what the killed writers left in
+    // that directory (the CLI's `view` opens read-only and removes
+    // nothing: with it, the test failed whenever the last round's kill
+    // landed mid-write, as it did here under load).
+    let mut serve = Command::new(BIN)
         .arg("--store")
         .arg(&store)
         .arg("serve")
-        .stdin(Stdio::null())
-        .output()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
         .unwrap();
-    assert!(out.status.success());
+    serve
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"command\":\"view\",\"path\":\"/memories\"}\n")
+        .unwrap();
+    assert!(serve.wait().unwrap().success());
     let leftovers: Vec<_> = std::fs::read_dir(&store)
         .unwrap()
         .flatten()

@@ -227,7 +227,7 @@ fn hard_linked_files_are_refused_and_their_other_links_untouched() {
 }
 
 #[test]
-fn leftover_temporary_files_are_removed_on_open_and_fifos_do_not_hang() {
+fn leftover_temporary_files_go_when_their_directory_is_listed_and_fifos_do_not_hang() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let root = dir.path().join("memories");
     fs::create_dir_all(root.join("a/b")).expect("dirs");
@@ -240,8 +240,16 @@ fn leftover_temporary_files_are_removed_on_open_and_fifos_do_not_hang() {
         .status()
         .is_ok_and(|s| s.success());
     let tool = MemoryTool::new(FilesystemStore::open(&root).expect("open"));
-    assert!(!root.join(".claude-memory.tmp.99999.1").exists());
+    // Opening walks nothing; a listing clears its own directory, and a
+    // directory view lists every directory below it (for their sizes).
+    assert!(root.join(".claude-memory.tmp.99999.1").exists());
+    assert!(root.join("a/b/.claude-memory.tmp.99999.2").exists());
+    tool.dispatch(&json!({"command": "view", "path": "/memories/a/b"}));
     assert!(!root.join("a/b/.claude-memory.tmp.99999.2").exists());
+    assert!(root.join(".claude-memory.tmp.99999.1").exists());
+    let view = tool.dispatch(&json!({"command": "view", "path": "/memories"}));
+    assert!(!view.text().unwrap_or_default().contains(".claude-memory"));
+    assert!(!root.join(".claude-memory.tmp.99999.1").exists());
     assert!(root.join("a/keep.md").exists());
     if made {
         let result = tool.dispatch(&json!({"command": "view", "path": "/memories/pipe.md"}));
@@ -516,7 +524,7 @@ fn a_writer_killed_at_any_moment_leaves_every_file_whole() {
             walk_names(&root)
                 .iter()
                 .all(|n| !n.contains(".claude-memory.tmp")),
-            "round {round}: a temporary file survived reopening"
+            "round {round}: a temporary file survived the first view"
         );
         for entry in fs::read_dir(&root).expect("root") {
             let path = entry.expect("entry").path();
@@ -542,7 +550,7 @@ fn a_writer_killed_at_any_moment_leaves_every_file_whole() {
         }
     }
     println!(
-        "crash safety: {rounds} SIGKILLs mid-write, {answered} commands answered before the kills, {files_checked} files checked, {torn} torn, {temps_before} temporary files left by kills (all removed on reopen)"
+        "crash safety: {rounds} SIGKILLs mid-write, {answered} commands answered before the kills, {files_checked} files checked, {torn} torn, {temps_before} temporary files left by kills (all removed by the first view)"
     );
     assert_eq!(torn, 0);
 }

@@ -8,8 +8,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use super::super::lock::StoreLock;
-use super::{FilesystemStore, LOCK_FILE, cleanup, sys};
-use crate::path::MemoryPath;
+use super::{FilesystemStore, LOCK_FILE, sys};
 
 /// Options for [`FilesystemStore`]; see [`FilesystemStore::builder`].
 #[derive(Debug, Clone)]
@@ -94,7 +93,6 @@ impl FilesystemStoreBuilder {
             None => None,
         };
         let lock = StoreLock::with_recheck(lock, recheck);
-        let read_only = lock.is_read_only();
         let store = FilesystemStore {
             root_path: self.root,
             root,
@@ -103,13 +101,6 @@ impl FilesystemStoreBuilder {
             temp_counter: AtomicU64::new(0),
             use_openat2: AtomicBool::new(self.openat2 && cfg!(target_os = "linux")),
         };
-        if !read_only {
-            let lock = store
-                .lock(&MemoryPath::root())
-                .map_err(|_| io::Error::other("cannot lock the store"))?;
-            cleanup::remove_temp_files(store.root.as_fd())?;
-            drop(lock);
-        }
         Ok(store)
     }
 }

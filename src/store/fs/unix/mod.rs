@@ -11,7 +11,8 @@
 //! - **Atomicity and durability.** A write goes to a temporary file in the
 //!   target's directory, is fsynced, renamed into place, and the directory
 //!   fsynced. Temporary files are named `.claude-memory.tmp.*` and removed on
-//!   failure, and on the next open after a crash.
+//!   failure, and after a crash when a listing of their directory finds
+//!   them (never by a walk at open, which would grow with the store).
 //! - **Concurrency.** Mutations run under an in-process mutex plus an
 //!   advisory `flock` on `.claude-memory.lock` in the root, so compare-and-
 //!   swap edits, create-if-absent and rename-without-overwrite hold across
@@ -26,7 +27,8 @@
 //! beneath the root (creating parents for writes); `sys` wraps the raw
 //! `*at` calls and maps their `errno` values to [`StoreError`];
 //! `version` derives the compare-and-swap version from content; `cleanup`
-//! names temporary files and sweeps up those a crash left.
+//! names temporary files and removes those a crash left when a listing
+//! finds them.
 
 mod builder;
 mod cleanup;
@@ -283,11 +285,15 @@ impl MemoryStore for FilesystemStore {
         };
         let io_err = |e| io_error(Op::List, dir_path, e);
         let mut entries = Vec::new();
+        let mut temps = Vec::new();
         sys::for_each_entry(fd.as_fd(), |name, file_type| {
             let Ok(name) = name.to_str() else {
                 return Ok(()); // not UTF-8: no memory path can name it
             };
             if crate::path::is_reserved(name) {
+                if cleanup::is_temp(name) {
+                    temps.push(name.to_owned());
+                }
                 return Ok(());
             }
             let (kind, len, modified) = match file_type {
@@ -308,6 +314,9 @@ impl MemoryStore for FilesystemStore {
             Ok(())
         })
         .map_err(io_err)?;
+        if !temps.is_empty() {
+            cleanup::remove_leftovers(self, fd.as_fd(), dir_path, &temps);
+        }
         Ok(entries)
     }
 
