@@ -248,6 +248,26 @@ fn names_windows_cannot_store_are_refused_with_a_reason() {
     assert!(text(&r).contains("not a valid memory path"), "{}", text(&r));
 }
 
+/// A crashed writer's temporary files stay through an open (which walks
+/// nothing) and go when a listing of their directory finds them.
+#[test]
+fn leftover_temporary_files_go_when_their_directory_is_listed() {
+    let s = setup();
+    fs::create_dir_all(s.root.join("a")).expect("dir");
+    fs::write(s.root.join(".claude-memory.tmp.99999.1"), "half").expect("temp");
+    fs::write(s.root.join("a").join(".claude-memory.tmp.99999.2"), "half").expect("temp");
+    fs::write(s.root.join("a").join("keep.md"), "keep").expect("file");
+    let tool = MemoryTool::new(FilesystemStore::open(&s.root).expect("open"));
+    assert!(s.root.join(".claude-memory.tmp.99999.1").exists());
+    let view = call(&tool, json!({"command": "view", "path": "/memories/a"}));
+    assert!(!text(&view).contains(".claude-memory"), "{}", text(&view));
+    assert!(!s.root.join("a").join(".claude-memory.tmp.99999.2").exists());
+    assert!(s.root.join(".claude-memory.tmp.99999.1").exists());
+    call(&tool, json!({"command": "view", "path": "/memories"}));
+    assert!(!s.root.join(".claude-memory.tmp.99999.1").exists());
+    assert!(s.root.join("a").join("keep.md").exists());
+}
+
 #[test]
 fn no_temporary_file_outlives_a_command() {
     let s = setup();

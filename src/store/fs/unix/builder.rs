@@ -59,9 +59,9 @@ impl FilesystemStoreBuilder {
     }
 
     /// Creates the root (mode 0700) if missing (unless
-    /// [`create(false)`](Self::create) or [`read_only`](Self::read_only)),
-    /// opens it, and, unless read-only, removes temporary files left by a
-    /// crashed writer.
+    /// [`create(false)`](Self::create) or [`read_only`](Self::read_only))
+    /// and opens it. Nothing below the root is read: temporary files a
+    /// crashed writer left go when a listing of their directory finds them.
     pub fn open(self) -> io::Result<FilesystemStore> {
         // A regular file where the root should be: say so, rather than the
         // "File exists" that creating the directory would report.

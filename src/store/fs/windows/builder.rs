@@ -7,7 +7,6 @@ use std::sync::atomic::AtomicU64;
 
 use super::super::lock::StoreLock;
 use super::{FilesystemStore, LOCK_FILE, host};
-use crate::path::MemoryPath;
 
 /// Options for [`FilesystemStore`]; see [`FilesystemStore::builder`].
 #[derive(Debug, Clone)]
@@ -50,8 +49,9 @@ impl FilesystemStoreBuilder {
     }
 
     /// Creates the root if missing (unless [`create(false)`](Self::create)
-    /// or [`read_only`](Self::read_only)), opens it, and, unless read-only,
-    /// removes temporary files left by a crashed writer.
+    /// or [`read_only`](Self::read_only)) and opens it. Nothing below the
+    /// root is read: temporary files a crashed writer left go when a
+    /// listing of their directory finds them.
     pub fn open(self) -> io::Result<FilesystemStore> {
         if self.create && !self.read_only {
             std::fs::create_dir_all(&self.root)?;
@@ -63,7 +63,6 @@ impl FilesystemStoreBuilder {
             Some(host::open_lock_file(&root, LOCK_FILE)?)
         };
         let lock = StoreLock::new(lock);
-        let read_only = lock.is_read_only();
         let store = FilesystemStore {
             root_path: self.root,
             host_root: root,
@@ -72,13 +71,6 @@ impl FilesystemStoreBuilder {
             lock,
             temp_counter: AtomicU64::new(0),
         };
-        if !read_only {
-            let lock = store
-                .lock(&MemoryPath::root())
-                .map_err(|_| io::Error::other("cannot lock the store"))?;
-            store.remove_temp_files()?;
-            drop(lock);
-        }
         Ok(store)
     }
 }

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 
 use self::host::{Dir, Entry, Pinned, io_error};
-use self::walk::{deepest_below, walk};
+use self::walk::deepest_below;
 use super::lock::{StoreLock, WriteLock};
 use super::version::content_version;
 use crate::path::MemoryPath;
@@ -222,23 +222,22 @@ impl FilesystemStore {
         Ok((dir, FileContent { data, version }))
     }
 
-    /// Removes temporary files a crashed writer left, anywhere below the
-    /// root, pinning each directory (and those above it) while it is
-    /// cleaned, so a junction swapped in is never entered.
-    fn remove_temp_files(&self) -> io::Result<()> {
-        walk(&self.host_root, &mut |dir, name, meta| {
-            if !meta.is_dir()
-                && name
-                    .to_str()
-                    .is_some_and(|name| name.starts_with(TEMP_PREFIX))
-            {
-                match host::remove_file(&dir.join(name)) {
-                    Err(e) if !host::is_not_found(&e) => return Err(e),
-                    _ => {}
-                }
-            }
-            Ok(())
-        })
+    /// Removes the temporary files `names` that a listing of `dir` (at
+    /// `path`) found. Under the write lock no live writer holds one (each
+    /// writes its temporary file and renames it under the lock), so those
+    /// still there were left by a crash. Best effort: the listing stands
+    /// whatever happens here, and a read-only handle removes nothing.
+    fn remove_leftovers(&self, dir: &Dir, path: &MemoryPath, names: &[String]) {
+        if self.lock.is_read_only() {
+            return;
+        }
+        let Ok(_lock) = self.lock(path) else {
+            return;
+        };
+        for name in names {
+            // Gone already (renamed by the writer we waited for): fine.
+            let _ = host::remove_file(&dir.path.join(name));
+        }
     }
 }
 
@@ -338,10 +337,14 @@ impl MemoryStore for FilesystemStore {
             }
         };
         let mut entries = Vec::new();
+        let mut temps = Vec::new();
         host::for_each_entry(&dir.path, |name, meta| {
             let Some(name) = name.to_str() else {
                 return Ok(()); // not Unicode: no memory path can name it
             };
+            if name.starts_with(TEMP_PREFIX) && meta.is_file() && !host::is_reparse(meta) {
+                temps.push(name.to_owned());
+            }
             if crate::path::is_reserved(name) || host::is_reparse(meta) {
                 return Ok(()); // links and junctions: never listed
             }
@@ -361,6 +364,9 @@ impl MemoryStore for FilesystemStore {
             Ok(())
         })
         .map_err(|e| io_error(Op::List, dir_path, e))?;
+        if !temps.is_empty() {
+            self.remove_leftovers(&dir, dir_path, &temps);
+        }
         Ok(entries)
     }
 
