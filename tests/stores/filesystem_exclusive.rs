@@ -141,3 +141,33 @@ fn the_lock_is_held_and_let_go_inside_a_tokio_runtime() {
         drop(store);
     });
 }
+
+/// A listing that meets a crashed writer's temporary file removes it only
+/// if the lock is free at once: through a second handle on the same root,
+/// while this thread holds the first handle's lock, it lists without
+/// waiting (waiting would be for itself), and a later listing removes it.
+#[test]
+fn a_listing_never_waits_for_the_lock_to_remove_leftovers() {
+    let dir = tempfile::tempdir().expect("dir");
+    let first = FilesystemStore::open(dir.path()).expect("store");
+    let second = FilesystemStore::open(dir.path()).expect("second handle");
+    let temp = dir.path().join(".claude-memory.tmp.99999.7");
+    std::fs::write(&temp, "half").expect("temp");
+    let (done, finished) = std::sync::mpsc::channel();
+    let lister = std::thread::spawn(move || {
+        first
+            .exclusive(&p("/memories"), &mut |_| {
+                second.list(&MemoryPath::root()).map(|_| ())
+            })
+            .expect("list under the lock");
+        let _ = done.send(());
+        second
+    });
+    finished
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the listing did not wait for its own thread's lock");
+    assert!(temp.exists(), "removed without the lock");
+    let second = lister.join().expect("lister");
+    second.list(&MemoryPath::root()).expect("list");
+    assert!(!temp.exists(), "the next listing removes it");
+}

@@ -69,11 +69,6 @@ impl StoreLock {
         }))
     }
 
-    /// Whether the store was opened read-only.
-    pub(super) fn is_read_only(&self) -> bool {
-        self.0.is_none()
-    }
-
     /// Takes the lock for a change of `path` (named in the error). The
     /// thread that holds it may take it again (re-entrant, so
     /// [`MemoryStore::exclusive`](crate::MemoryStore::exclusive) can hold
@@ -111,9 +106,52 @@ impl StoreLock {
         }
         Ok(WriteLock { shared })
     }
+
+    /// The lock if it is free now (or this thread already holds it through
+    /// this handle), else `None` at once: for work that can wait for a
+    /// later call, such as removing a crash's leftovers during a listing.
+    /// It never waits, so a thread that holds another handle's lock on
+    /// the same store cannot wait for itself.
+    pub(super) fn try_acquire(&self) -> Option<WriteLock<'_>> {
+        let shared = self.0.as_ref()?;
+        let me = thread::current().id();
+        let mut owner = shared.owner.lock().unwrap_or_else(PoisonError::into_inner);
+        if owner.thread == Some(me) {
+            owner.depth += 1;
+            return Some(WriteLock { shared });
+        }
+        if owner.thread.is_some() {
+            return None;
+        }
+        owner.thread = Some(me);
+        owner.depth = 1;
+        drop(owner);
+        if shared.try_lock_os() {
+            Some(WriteLock { shared })
+        } else {
+            shared.let_go(false);
+            None
+        }
+    }
 }
 
 impl Shared {
+    /// Takes the OS lock on the lock file if no one holds it, and keeps it
+    /// only if the lock file's name still names that file (else: not now).
+    fn try_lock_os(&self) -> bool {
+        let file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        if file.try_lock().is_err() {
+            return false;
+        }
+        match &self.recheck {
+            Some(recheck) if !matches!(recheck(&file), Ok(None)) => {
+                let _ = file.unlock();
+                false
+            }
+            _ => true,
+        }
+    }
+
     /// Takes the OS lock on the lock file, and (with a recheck) again on
     /// the file its name names now, until the two are the same.
     fn lock_os(&self) -> io::Result<()> {

@@ -11,7 +11,6 @@
 use std::os::fd::BorrowedFd;
 
 use super::{FilesystemStore, sys};
-use crate::path::MemoryPath;
 
 const TEMP_PREFIX: &str = ".claude-memory.tmp.";
 
@@ -25,21 +24,14 @@ pub(super) fn is_temp(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX)
 }
 
-/// Removes the temporary files `names` that a listing of `dir` (at
-/// `path`) found. Under the write lock no live writer holds one (each
-/// writes its temporary file and renames it under the lock), so those
-/// still there were left by a crash. Best effort: the listing stands
-/// whatever happens here, and a read-only handle removes nothing.
-pub(super) fn remove_leftovers(
-    store: &FilesystemStore,
-    dir: BorrowedFd<'_>,
-    path: &MemoryPath,
-    names: &[String],
-) {
-    if store.lock.is_read_only() {
-        return;
-    }
-    let Ok(_lock) = store.lock(path) else {
+/// Removes the temporary files `names` that a listing of `dir` found.
+/// Under the write lock no live writer holds one (each writes its
+/// temporary file and renames it under the lock), so those still there
+/// were left by a crash. Only if the lock is free now: a listing never
+/// waits for it (a writer's own file is most likely what it saw), and the
+/// next listing tries again. A read-only handle removes nothing.
+pub(super) fn remove_leftovers(store: &FilesystemStore, dir: BorrowedFd<'_>, names: &[String]) {
+    let Some(_lock) = store.lock.try_acquire() else {
         return;
     };
     for name in names {

@@ -315,7 +315,7 @@ impl MemoryStore for FilesystemStore {
         })
         .map_err(io_err)?;
         if !temps.is_empty() {
-            cleanup::remove_leftovers(self, fd.as_fd(), dir_path, &temps);
+            cleanup::remove_leftovers(self, fd.as_fd(), &temps);
         }
         Ok(entries)
     }

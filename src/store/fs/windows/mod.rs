@@ -222,16 +222,14 @@ impl FilesystemStore {
         Ok((dir, FileContent { data, version }))
     }
 
-    /// Removes the temporary files `names` that a listing of `dir` (at
-    /// `path`) found. Under the write lock no live writer holds one (each
-    /// writes its temporary file and renames it under the lock), so those
-    /// still there were left by a crash. Best effort: the listing stands
-    /// whatever happens here, and a read-only handle removes nothing.
-    fn remove_leftovers(&self, dir: &Dir, path: &MemoryPath, names: &[String]) {
-        if self.lock.is_read_only() {
-            return;
-        }
-        let Ok(_lock) = self.lock(path) else {
+    /// Removes the temporary files `names` that a listing of `dir` found.
+    /// Under the write lock no live writer holds one (each writes its
+    /// temporary file and renames it under the lock), so those still there
+    /// were left by a crash. Only if the lock is free now: a listing never
+    /// waits for it, and the next listing tries again. A read-only handle
+    /// removes nothing.
+    fn remove_leftovers(&self, dir: &Dir, names: &[String]) {
+        let Some(_lock) = self.lock.try_acquire() else {
             return;
         };
         for name in names {
@@ -365,7 +363,7 @@ impl MemoryStore for FilesystemStore {
         })
         .map_err(|e| io_error(Op::List, dir_path, e))?;
         if !temps.is_empty() {
-            self.remove_leftovers(&dir, dir_path, &temps);
+            self.remove_leftovers(&dir, &temps);
         }
         Ok(entries)
     }
