@@ -561,3 +561,55 @@ fn walk_names(dir: &Path) -> Vec<String> {
         .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .collect()
 }
+
+/// A crash's temporary file under the name a new handle's first write
+/// takes (the same pid, reused, as in a container): the write removes it
+/// and succeeds, where it failed with "File exists" once opening stopped
+/// sweeping.
+#[test]
+fn attack_a_leftover_under_a_reused_temporary_name_never_fails_a_write() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let root = dir.path().join("memories");
+    fs::create_dir_all(&root).expect("root");
+    let reused = root.join(format!(".claude-memory.tmp.{}.0", std::process::id()));
+    fs::write(&reused, "half").expect("leftover");
+    let tool = MemoryTool::new(FilesystemStore::open(&root).expect("open"));
+    let made =
+        tool.dispatch(&json!({"command": "create", "path": "/memories/a.md", "file_text": "a"}));
+    assert_eq!(
+        made.text(),
+        Some("File created successfully at: /memories/a.md")
+    );
+    assert!(!reused.exists());
+}
+
+/// A directory holding only a crash's temporary files is empty to every
+/// command: a delete of an empty directory (expiry, restore) removes it,
+/// and a move's depth check does not count them.
+#[test]
+fn attack_leftovers_never_keep_a_directory_from_being_empty_or_a_move_from_fitting() {
+    use claude_memory::store::MemoryStoreExt as _;
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let root = dir.path().join("memories");
+    fs::create_dir_all(root.join("e")).expect("dir");
+    fs::write(root.join("e/.claude-memory.tmp.99999.3"), "half").expect("leftover");
+    let store = FilesystemStore::open(&root).expect("open");
+    let e = claude_memory::MemoryPath::parse("/memories/e").expect("path");
+    assert_eq!(store.remove_empty_dir(&e).ok(), Some(true));
+    assert!(!root.join("e").exists());
+
+    fs::create_dir_all(root.join("a")).expect("dir");
+    fs::write(root.join("a/x.md"), "x").expect("file");
+    let long_temp = format!(".claude-memory.tmp.{}", "9".repeat(200));
+    fs::write(root.join("a").join(&long_temp), "half").expect("leftover");
+    let tool = MemoryTool::new(store);
+    // 814 bytes: x.md fits below it, the leftover's 219-byte name would not.
+    let to = format!("/memories{}", format!("/{}", "b".repeat(200)).repeat(4));
+    let moved =
+        tool.dispatch(&json!({"command": "rename", "old_path": "/memories/a", "new_path": to}));
+    assert_eq!(
+        moved.text().map(|t| t.starts_with("Successfully renamed")),
+        Some(true),
+        "{moved:?}"
+    );
+}

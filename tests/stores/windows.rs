@@ -268,6 +268,32 @@ fn leftover_temporary_files_go_when_their_directory_is_listed() {
     assert!(s.root.join("a").join("keep.md").exists());
 }
 
+/// A crash's temporary file under the name a new handle's first write
+/// takes (the same pid, reused): the write removes it and succeeds; a
+/// directory holding only leftovers is removed as empty.
+#[test]
+fn leftovers_never_fail_a_write_or_keep_a_directory_from_being_empty() {
+    use claude_memory::store::MemoryStoreExt as _;
+    let s = setup();
+    let reused = s
+        .root
+        .join(format!(".claude-memory.tmp.{}.0", std::process::id()));
+    fs::write(&reused, "half").expect("leftover");
+    fs::create_dir_all(s.root.join("e")).expect("dir");
+    fs::write(s.root.join("e").join(".claude-memory.tmp.99999.3"), "half").expect("leftover");
+    let store = FilesystemStore::open(&s.root).expect("open");
+    let e = claude_memory::MemoryPath::parse("/memories/e").expect("path");
+    assert_eq!(store.remove_empty_dir(&e).ok(), Some(true));
+    assert!(!s.root.join("e").exists());
+    let tool = MemoryTool::new(store);
+    let made = call(
+        &tool,
+        json!({"command": "create", "path": "/memories/a.md", "file_text": "a"}),
+    );
+    assert_eq!(text(&made), "File created successfully at: /memories/a.md");
+    assert!(!reused.exists());
+}
+
 #[test]
 fn no_temporary_file_outlives_a_command() {
     let s = setup();

@@ -139,16 +139,25 @@ impl Shared {
     /// Takes the OS lock on the lock file if no one holds it, and keeps it
     /// only if the lock file's name still names that file (else: not now).
     fn try_lock_os(&self) -> bool {
-        let file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
         if file.try_lock().is_err() {
             return false;
         }
-        match &self.recheck {
-            Some(recheck) if !matches!(recheck(&file), Ok(None)) => {
+        let Some(recheck) = &self.recheck else {
+            return true;
+        };
+        match recheck(&file) {
+            Ok(None) => true,
+            // Replaced: keep the new file for the next try, as `lock_os`.
+            Ok(Some(now)) => {
+                let _ = file.unlock();
+                *file = now;
+                false
+            }
+            Err(_) => {
                 let _ = file.unlock();
                 false
             }
-            _ => true,
         }
     }
 

@@ -8,7 +8,7 @@
 //! then: opening a store never walks the whole tree, so a call's cost does
 //! not grow with the store.
 
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd};
 
 use super::{FilesystemStore, sys};
 
@@ -35,7 +35,29 @@ pub(super) fn remove_leftovers(store: &FilesystemStore, dir: BorrowedFd<'_>, nam
         return;
     };
     for name in names {
-        // Gone already (renamed by the writer we waited for): fine.
+        // Gone already (renamed since the listing): fine.
         let _ = sys::unlink(dir, name.as_str());
     }
+}
+
+/// Removes the temporary files a crash left in directory `name` of
+/// `parent` if they are all it holds: whether it holds nothing now. For
+/// a delete of an empty directory, under the write lock, so a directory
+/// holding only leftovers goes as the empty directory it is.
+pub(super) fn clear_if_only_leftovers(parent: BorrowedFd<'_>, name: &str) -> bool {
+    let Ok(dir) = sys::open_dir(parent, name) else {
+        return false;
+    };
+    let (mut temps, mut other) = (Vec::new(), false);
+    let listed = sys::for_each_entry(dir.as_fd(), |entry, _| {
+        match entry.to_str() {
+            Ok(n) if is_temp(n) => temps.push(n.to_owned()),
+            _ => other = true,
+        }
+        Ok(())
+    });
+    if listed.is_err() || other || temps.is_empty() {
+        return false;
+    }
+    temps.iter().all(|t| sys::unlink(&dir, t.as_str()).is_ok())
 }

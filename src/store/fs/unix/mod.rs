@@ -348,6 +348,11 @@ impl MemoryStore for FilesystemStore {
             (DeleteIf::Exists, Entry::Dir) => tree::remove_tree(dir.as_fd(), name),
             (DeleteIf::Exists, _) => sys::unlink(&dir, name),
             (DeleteIf::EmptyDir, Entry::Dir) => match sys::remove_dir(&dir, name) {
+                Err(Errno::NOTEMPTY | Errno::EXIST)
+                    if cleanup::clear_if_only_leftovers(dir.as_fd(), name) =>
+                {
+                    sys::remove_dir(&dir, name)
+                }
                 Err(Errno::NOTEMPTY | Errno::EXIST | Errno::NOENT | Errno::NOTDIR) => {
                     return Ok(false);
                 }

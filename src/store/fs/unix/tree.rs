@@ -1,5 +1,5 @@
-//! Whole-subtree jobs on the host filesystem (remove a tree, sweep
-//! temporary files, measure the deepest path below a directory) with no
+//! Whole-subtree jobs on the host filesystem (remove a tree, measure the
+//! deepest path below a directory) with no
 //! recursion and at most two directory handles open at once, whatever the
 //! depth: the walk keeps the names still to visit on a heap stack and
 //! climbs back with `..`, checking by device and inode that `..` is the
@@ -195,7 +195,9 @@ pub(super) fn deepest_below(parent: BorrowedFd<'_>, name: &str) -> Result<usize,
     let mut dirs = 0;
     let mut others = 0;
     walk(top, false, &mut dirs, &mut |step| {
-        if let Visit::Entry { len, .. } = step {
+        if let Visit::Entry { len, name, .. } = step
+            && !name.to_str().is_ok_and(super::cleanup::is_temp)
+        {
             others = others.max(len);
         }
         Ok(())

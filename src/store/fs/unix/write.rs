@@ -29,7 +29,16 @@ impl FilesystemStore {
     ) -> StoreResult<()> {
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
         let temp = cleanup::temp_name(n);
-        let fd = sys::create_new(dir, &temp).map_err(|e| io_error(Op::Write, path, e))?;
+        let fd = match sys::create_new(dir, &temp) {
+            // A crashed writer's file under this name (its pid reused): a
+            // write runs under the lock, so no live writer holds it.
+            Err(rustix::io::Errno::EXIST) => {
+                let _ = sys::unlink(dir, temp.as_str());
+                sys::create_new(dir, &temp)
+            }
+            made => made,
+        }
+        .map_err(|e| io_error(Op::Write, path, e))?;
         let result = (|| -> StoreResult<()> {
             let mut file = File::from(fd);
             file.write_all(data)

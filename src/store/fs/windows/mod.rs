@@ -233,9 +233,31 @@ impl FilesystemStore {
             return;
         };
         for name in names {
-            // Gone already (renamed by the writer we waited for): fine.
+            // Gone already (renamed since the listing): fine.
             let _ = host::remove_file(&dir.path.join(name));
         }
+    }
+
+    /// Removes the temporary files a crash left in the directory at
+    /// `target` if they are all it holds: whether it holds nothing now.
+    /// For a delete of an empty directory, under the write lock.
+    fn clear_if_only_leftovers(target: &std::path::Path) -> bool {
+        let (mut temps, mut other) = (Vec::new(), false);
+        let listed = host::for_each_entry(target, |name, meta| {
+            match name.to_str() {
+                Some(n) if n.starts_with(TEMP_PREFIX) && meta.is_file() => {
+                    temps.push(n.to_owned());
+                }
+                _ => other = true,
+            }
+            Ok(())
+        });
+        if listed.is_err() || other || temps.is_empty() {
+            return false;
+        }
+        temps
+            .iter()
+            .all(|t| host::remove_file(&target.join(t)).is_ok())
     }
 }
 
@@ -402,6 +424,9 @@ impl MemoryStore for FilesystemStore {
                 host::remove_file(&target)
             }
             (DeleteIf::EmptyDir, Entry::Dir) => match host::remove_dir(&target) {
+                Err(e) if host::is_not_empty(&e) && Self::clear_if_only_leftovers(&target) => {
+                    host::remove_dir(&target)
+                }
                 Err(e) if host::is_not_empty(&e) || host::is_not_found(&e) => return Ok(false),
                 other => other,
             },

@@ -1,6 +1,5 @@
 //! Walking a directory tree of the Windows filesystem store with every
-//! directory on the way pinned, for the crash sweep and rename's depth
-//! check.
+//! directory on the way pinned, for rename's depth check.
 
 use std::io;
 use std::path::Path;
@@ -58,6 +57,13 @@ pub(super) fn deepest_below(top: &Path) -> io::Result<usize> {
     let base = top.as_os_str().len();
     let mut deepest = 0;
     walk(top, &mut |dir, name, _| {
+        // A crash's temporary file is no entry: it never moves anywhere.
+        if name
+            .to_str()
+            .is_some_and(|n| n.starts_with(super::TEMP_PREFIX))
+        {
+            return Ok(());
+        }
         // Host path lengths count UTF-16 as WTF-8: equal to the UTF-8 of
         // names a memory path can hold.
         let len = dir.as_os_str().len() - base + 1 + name.len();

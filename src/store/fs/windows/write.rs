@@ -73,7 +73,7 @@ impl FilesystemStore {
     /// Writes `data` to a new temporary file in `dir` and moves it to
     /// `name`: without replacing anything when `no_replace`. The temporary
     /// file never outlives the call (unless removing it fails; the next
-    /// open then removes it).
+    /// listing of its directory then removes it).
     pub(super) fn install(
         &self,
         path: &MemoryPath,
@@ -85,7 +85,16 @@ impl FilesystemStore {
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
         let temp = format!("{TEMP_PREFIX}{}.{n}", std::process::id());
         let temp_path = dir.join(&temp);
-        let mut file = host::create_new(dir, &temp).map_err(|e| io_error(Op::Write, path, e))?;
+        let mut file = match host::create_new(dir, &temp) {
+            // A crashed writer's file under this name (its pid reused): a
+            // write runs under the lock, so no live writer holds it.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let _ = host::remove_file(&temp_path);
+                host::create_new(dir, &temp)
+            }
+            made => made,
+        }
+        .map_err(|e| io_error(Op::Write, path, e))?;
         let result = (|| -> StoreResult<()> {
             file.write_all(data)
                 .map_err(|e| StoreError::io(Op::Write, path, e))?;
