@@ -89,11 +89,11 @@ fn listing_failed(e: Fail, dir: &MemoryPath) -> StoreError {
 /// What `items` (a listing of `path`'s parent) say is at `path`. Another
 /// client may have made both a memory `/a` and memories below `/a/`: the
 /// directory wins, so the tree the tool shows is always a tree.
-fn find_in(items: Vec<Item>, path: &str) -> Found {
+fn find_in(items: &[Item], path: &str) -> Found {
     let mut found = Found::Missing;
     for item in items {
         match item {
-            Item::Memory(m) if m.path == path => found = Found::File(m),
+            Item::Memory(m) if m.path == path => found = Found::File(m.clone()),
             Item::Prefix { path: p } if p.strip_suffix('/') == Some(path) => return Found::Dir,
             _ => {}
         }
@@ -151,7 +151,7 @@ impl ManagedStore {
             return Ok((Found::Dir, Vec::new()));
         };
         let items = self.children(&parent)?;
-        Ok((find_in(items.clone(), &key(path)), items))
+        Ok((find_in(&items, &key(path)), items))
     }
 
     /// `ParentNotDirectory` if an ancestor of `path` is a file; `siblings`

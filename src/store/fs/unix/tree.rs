@@ -76,16 +76,15 @@ fn scan(
 }
 
 /// Walks every entry below `top` (an open directory), depth first, with at
-/// most two directory handles open at a time. Subdirectories that cannot
-/// be opened as directories (gone, swapped for a link) are skipped when
-/// `skip_unopenable`, and are otherwise an error.
+/// most two directory handles open at a time. A subdirectory gone
+/// meanwhile is skipped, one swapped for a link or a file is visited as an
+/// entry, and any other failure to open one is an error.
 ///
 /// Directories are reported as [`Visit::Leave`] after their contents, with
 /// their parent's handle, and also measured: `deepest` gets every
 /// directory's path length below the top.
 pub(super) fn walk(
     top: OwnedFd,
-    skip_unopenable: bool,
     deepest: &mut usize,
     visit: &mut dyn FnMut(Visit<'_>) -> Result<(), Errno>,
 ) -> Result<(), Errno> {
@@ -118,7 +117,6 @@ pub(super) fn walk(
                     })?;
                     continue;
                 }
-                Err(_) if skip_unopenable => continue,
                 Err(e) => return Err(e),
             };
             let subdirs = scan(child.as_fd(), len, visit)?;
@@ -166,7 +164,7 @@ pub(super) fn remove_tree(parent: BorrowedFd<'_>, name: &str) -> Result<(), Errn
         Err(e) => return Err(e),
     };
     let mut deepest = 0;
-    walk(top, false, &mut deepest, &mut |step| {
+    walk(top, &mut deepest, &mut |step| {
         let result = match step {
             Visit::Entry { dir, name, .. } => sys::unlink(dir, name.as_c_str()),
             Visit::Leave { parent, name } => sys::remove_dir(parent, name.as_c_str()),
@@ -194,7 +192,7 @@ pub(super) fn deepest_below(parent: BorrowedFd<'_>, name: &str) -> Result<usize,
     };
     let mut dirs = 0;
     let mut others = 0;
-    walk(top, false, &mut dirs, &mut |step| {
+    walk(top, &mut dirs, &mut |step| {
         if let Visit::Entry { len, name, .. } = step
             && !name.to_str().is_ok_and(super::cleanup::is_temp)
         {
