@@ -145,6 +145,18 @@ pub enum Command {
     /// if it is missing. SIGINT/SIGTERM stop it after the calls in flight.
     Mcp(crate::mcp::McpArgs),
 
+    /// Keep this store in step with a managed memory store.
+    ///
+    /// Both ways, by the rules of Anthropic's SDKs: a change on one side
+    /// reaches the other; a change on both keeps the memory store's
+    /// version and says so; a file deleted here deletes its memory only
+    /// after staying deleted for 30 s, at most a few per pass; every file
+    /// vanishing at once is a wipe (re-downloaded), never deletions. The
+    /// first pass writes the marker file .anthropic-memory-store and
+    /// deletes nothing. Prints one line per change. Needs
+    /// ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL if set).
+    Sync(crate::sync::SyncArgs),
+
     /// Show PATH as the model would see it.
     ///
     /// Prints what the model would see for `view PATH`. Exits 1 if the view

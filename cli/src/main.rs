@@ -5,7 +5,8 @@
 //! - `output`: stdout/stderr, broken pipes, failures and exit statuses.
 //! - one file per command: `view`, `backup` (export, import), `prune`,
 //!   `stats`, `history` (history, show, diff, revert, restore, redact,
-//!   history prune), `mcp` (the MCP server); `serve` is the stdio bridge.
+//!   history prune), `mcp` (the MCP server), `sync` (with a managed
+//!   memory store); `serve` is the stdio bridge.
 //!
 //! Exit status: 0 success (and a closed stdout), 1 the operation failed,
 //! 2 usage error. No argument list makes it panic.
@@ -22,6 +23,7 @@ mod output;
 mod prune;
 mod stats;
 mod store;
+mod sync;
 mod view;
 
 use std::io;
@@ -150,6 +152,12 @@ fn run(cli: Cli) -> Outcome {
                 );
             }
             mcp::run(store, config.clone(), args)
+        }
+        Command::Sync(args) => {
+            let id = sync::target(&args, &spec)?;
+            let state = sync::state_path(&args, &spec, tenant.is_some(), &id)?;
+            let tool = open(Access::Create)?;
+            sync::run(tool.store(), &id, &state, &args)
         }
         Command::View { path, range } => view::view(&open(Access::Read)?, &path, range),
         Command::Export { output, .. } => {

@@ -40,6 +40,11 @@ pub use error::{RemoteCause, StoreError, StoreResult};
 pub use ext::MemoryStoreExt;
 #[cfg(any(unix, windows))]
 pub use fs::{FilesystemStore, FilesystemStoreBuilder};
+/// Sync between any store and a managed memory store
+/// ([`ManagedStore::sync`]).
+#[cfg(feature = "managed")]
+#[cfg_attr(docsrs, doc(cfg(feature = "managed")))]
+pub use managed::sync as managed_sync;
 #[cfg(feature = "managed")]
 pub use managed::{ManagedBuilder, ManagedError, ManagedStore};
 pub use memory::InMemoryStore;

@@ -5,10 +5,12 @@
 //! - `ops`: the [`MemoryStore`](crate::MemoryStore) primitives.
 //! - `lease`: the lock memory that serializes directory moves and
 //!   size-limited writes, and finishes a move a killed process left.
+//! - `sync`: keeps another store and this one in step, by the SDKs' rules.
 
 mod api;
 mod lease;
 mod ops;
+pub mod sync;
 
 use std::fmt;
 use std::time::Duration;
@@ -44,6 +46,8 @@ const DEFAULT_BASE: &str = "https://api.anthropic.com";
 #[derive(Clone)]
 pub struct ManagedStore {
     api: Api,
+    /// The memory store's id (`memstore_…`).
+    id: String,
 }
 
 impl fmt::Debug for ManagedStore {
@@ -169,6 +173,7 @@ impl ManagedBuilder {
             .map_err(|e| ManagedError::Runtime(std::io::Error::other(e)))?;
         let io = Io::start().map_err(ManagedError::Runtime)?;
         let api = Api::new(http, io, &base, &self.id, key, workspace, self.retry);
+        let id = self.id;
         let unreachable = |cause| ManagedError::Unreachable {
             endpoint: base.clone(),
             cause,
@@ -184,7 +189,7 @@ impl ManagedBuilder {
                 return Err(unreachable(RemoteCause::Unavailable));
             }
         }
-        let store = ManagedStore { api };
+        let store = ManagedStore { api, id };
         store.recover();
         Ok(store)
     }

@@ -20,7 +20,7 @@ use crate::store::{
 /// The marker memory that keeps an empty directory.
 pub(super) const MARKER: &str = ".claude-memory-dir";
 /// The service's limits (its API reference).
-const MAX_BYTES: usize = 102_400;
+pub(super) const MAX_BYTES: usize = 102_400;
 pub(super) const MAX_SEGMENTS: usize = 20;
 
 /// What a path names.

@@ -1,0 +1,249 @@
+//! `sync managed:MEMSTORE_ID`: keeps the store `--store` names in step
+//! with a memory store of Claude Managed Agents (`ManagedStore::sync`),
+//! once or every `--interval`, with its state in a JSON file beside it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use claude_memory::MemoryStore;
+
+use crate::output::{Failure, Outcome};
+use crate::store::StoreSpec;
+
+/// `sync`'s own options.
+#[derive(Debug, clap::Args)]
+pub struct SyncArgs {
+    /// The memory store: managed:MEMSTORE_ID
+    #[arg(value_name = "managed:MEMSTORE_ID")]
+    pub target: String,
+    /// One pass, then exit (status 1 if a path failed or nothing could be
+    /// synced)
+    #[arg(long)]
+    pub once: bool,
+    /// Time between passes: 15s, 1m, … (at least 5s) [default: 15s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval, conflicts_with = "once")]
+    pub interval: Option<Duration>,
+    /// Whether a file deleted here deletes its memory: enabled (after 30 s
+    /// missing, a few per pass), log-only (only say so) or disabled
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = Deletes::Enabled)]
+    pub deletes: Deletes,
+    /// Only pull: never change the memory store
+    #[arg(long)]
+    pub read_only: bool,
+    /// The sync's state file [default for a directory store:
+    /// DIR/.claude-memory-sync-MEMSTORE_ID.json]
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+}
+
+/// `--deletes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Deletes {
+    /// Delete the memory once the file has stayed deleted.
+    Enabled,
+    /// Only say which memories would be deleted.
+    LogOnly,
+    /// Never delete a memory.
+    Disabled,
+}
+
+/// `--interval`: a duration of at least 5 s, as the SDKs require.
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let d = crate::args::parse_age(text)?;
+    if d < Duration::from_secs(5) {
+        return Err(format!(
+            "`{text}` is too short: a pass lists the whole memory store, so passes are at least 5s apart"
+        ));
+    }
+    Ok(d)
+}
+
+/// The memory store's id, from `managed:MEMSTORE_ID`.
+pub fn target(args: &SyncArgs, local: &StoreSpec) -> Result<String, Failure> {
+    let StoreSpec::Managed(id) = crate::managed::parse(
+        args.target.strip_prefix("managed:").ok_or_else(|| {
+            Failure::Usage(format!(
+                "`{}` is not a memory store: sync takes managed:MEMSTORE_ID",
+                args.target
+            ))
+        })?,
+        &args.target,
+    )?
+    else {
+        return Err(Failure::Usage("sync takes managed:MEMSTORE_ID".into()));
+    };
+    if matches!(local, StoreSpec::Managed(_)) {
+        return Err(Failure::Usage(
+            "sync keeps a local store in step with a memory store: --store names the local one (a directory, sqlite:…, …)".into(),
+        ));
+    }
+    Ok(id)
+}
+
+/// Where the state lives: `--state`, or beside a directory store's files
+/// (a reserved name, so no view or sync ever shows it).
+pub fn state_path(
+    args: &SyncArgs,
+    local: &StoreSpec,
+    tenant: bool,
+    id: &str,
+) -> Result<PathBuf, Failure> {
+    match (&args.state, local) {
+        (Some(path), _) => Ok(path.clone()),
+        (None, StoreSpec::Dir(dir)) if !tenant => {
+            Ok(dir.join(format!(".claude-memory-sync-{id}.json")))
+        }
+        _ => Err(Failure::Usage(
+            "sync needs --state FILE for this store (only a directory store, without --tenant, has a default)".into(),
+        )),
+    }
+}
+
+/// Runs the passes.
+#[cfg(feature = "managed")]
+pub fn run(local: &dyn MemoryStore, id: &str, state_file: &Path, args: &SyncArgs) -> Outcome {
+    use claude_memory::store::managed_sync::{DeleteMode, SyncOptions, SyncOutcome};
+
+    use crate::output::{err, failed, out};
+
+    let remote = claude_memory::ManagedStore::open(id).map_err(|e| {
+        failed(format_args!(
+            "cannot open the managed memory store {id}: {e}"
+        ))
+    })?;
+    let _lock = lock(state_file)?;
+    let mut state = read_state(state_file)?;
+    let options = SyncOptions {
+        deletes: match args.deletes {
+            Deletes::Enabled => DeleteMode::Enabled,
+            Deletes::LogOnly => DeleteMode::LogOnly,
+            Deletes::Disabled => DeleteMode::Disabled,
+        },
+        read_only: args.read_only,
+        ..SyncOptions::default()
+    };
+    let interval = args
+        .interval
+        .unwrap_or(claude_memory::store::managed_sync::DEFAULT_INTERVAL);
+    loop {
+        let mut trouble = false;
+        match remote.sync(local, &mut state, &options) {
+            Ok(report) => {
+                match report.outcome {
+                    SyncOutcome::Joined => out(format_args!(
+                        "first sync with {id}: marker written, both sides merged (nothing deleted)"
+                    ))?,
+                    SyncOutcome::Recovered(why) => {
+                        out(format_args!("{why}: rebuilt from {id}, nothing sent"))?
+                    }
+                    SyncOutcome::Untrusted(why) => {
+                        err(format_args!(
+                            "claude-memory: {why}: not syncing (the files here may not be this memory store's; move them away, or restore the marker)"
+                        ));
+                        trouble = true;
+                    }
+                    _ => {}
+                }
+                for event in &report.events {
+                    trouble |= matches!(
+                        event,
+                        claude_memory::store::managed_sync::SyncEvent::Failed(..)
+                    );
+                    out(event)?;
+                }
+                write_state(state_file, &state)?;
+                if args.once && !trouble && report.events.is_empty() {
+                    out(format_args!("in step with {id}"))?;
+                }
+            }
+            Err(e) => {
+                err(format_args!("claude-memory: sync failed: {e}"));
+                trouble = true;
+            }
+        }
+        if args.once {
+            return if trouble {
+                Err(Failure::Reported)
+            } else {
+                Ok(())
+            };
+        }
+        std::thread::sleep(interval);
+    }
+}
+
+#[cfg(not(feature = "managed"))]
+pub fn run(_: &dyn MemoryStore, _: &str, _: &Path, _: &SyncArgs) -> Outcome {
+    Err(Failure::Usage(
+        "this claude-memory was built without managed memory stores (reinstall with: cargo install claude-memory-cli --features managed)".into(),
+    ))
+}
+
+/// One sync per state file at a time: two would each send what the
+/// other's baseline does not know.
+#[cfg(feature = "managed")]
+fn lock(state_file: &Path) -> Result<std::fs::File, Failure> {
+    let mut name = state_file.as_os_str().to_owned();
+    name.push(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&name)
+        .map_err(|e| {
+            Failure::Failed(format!(
+                "cannot open the sync's lock file {}: {e}",
+                Path::new(&name).display()
+            ))
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Failure::Failed(format!(
+            "another sync with this state file is running ({})",
+            state_file.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(Failure::Failed(format!(
+            "cannot lock {}: {e}",
+            Path::new(&name).display()
+        ))),
+    }
+}
+
+#[cfg(feature = "managed")]
+fn read_state(path: &Path) -> Result<claude_memory::store::managed_sync::SyncState, Failure> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            Failure::Failed(format!(
+                "{} is not a sync state file ({e}); delete it to start over (a first sync deletes nothing)",
+                path.display()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(claude_memory::store::managed_sync::SyncState::new())
+        }
+        Err(e) => Err(Failure::Failed(format!(
+            "cannot read {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
+/// Replaces the state file whole: a temporary file, then a rename.
+#[cfg(feature = "managed")]
+fn write_state(path: &Path, state: &claude_memory::store::managed_sync::SyncState) -> Outcome {
+    use std::io::Write as _;
+    let fail = |e: std::io::Error| {
+        Failure::Failed(format!(
+            "cannot write the sync state {}: {e}",
+            path.display()
+        ))
+    };
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let json = serde_json::to_vec(state).map_err(|e| fail(std::io::Error::other(e)))?;
+    let mut file = std::fs::File::create(&tmp).map_err(fail)?;
+    file.write_all(&json)
+        .and_then(|()| file.sync_all())
+        .map_err(fail)?;
+    std::fs::rename(&tmp, path).map_err(fail)
+}
