@@ -1,9 +1,8 @@
-//! `ManagedStore::sync` and `claude-memory sync`, against the emulator of
-//! the memory stores API (`.ci/managed.sh` starts it), and beside the
-//! official SDK's own engine (`converge.py`).
+//! `ManagedStore::sync`'s rules, against the emulator of the memory stores
+//! API (`.ci/managed.sh` starts it). The CLI's `sync`, and its convergence
+//! with the official SDK's engine, are in `sync_cli.rs`.
 #![cfg(feature = "managed")]
 
-use std::process::Command;
 use std::time::Duration;
 
 use claude_memory::store::managed_sync::{
@@ -16,8 +15,6 @@ use claude_memory::{InMemoryStore, ManagedStore, MemoryPath, MemoryStore};
 mod managed_support;
 
 use managed_support::{fresh, memories, memories_with_ids, overwrite, put};
-
-const BIN: &str = env!("CARGO_BIN_EXE_claude-memory-cli");
 
 fn path(p: &str) -> MemoryPath {
     MemoryPath::parse(p).expect("path")
@@ -523,115 +520,5 @@ fn sync_runs_inside_a_tokio_runtime() {
     assert_eq!(
         text(&local, "/memories/async.md").as_deref(),
         Some("async\n")
-    );
-}
-
-fn cli(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let (url, key) = managed_support::endpoint().expect("emulator");
-    Command::new(BIN)
-        .arg("--store")
-        .arg(dir)
-        .args(args)
-        .env("ANTHROPIC_API_KEY", key)
-        .env("ANTHROPIC_BASE_URL", url)
-        .output()
-        .expect("run the CLI")
-}
-
-#[test]
-fn cli_sync_once_keeps_its_state_beside_the_store_and_says_what_it_did() {
-    let Some((_, id)) = fresh() else { return };
-    put(&id, "/notes/a.md", "a\n");
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("mine.md"), "mine\n").expect("write");
-    let target = format!("managed:{id}");
-    let out = cli(dir.path(), &["sync", &target, "--once"]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("first sync") && stdout.contains("pulled /memories/notes/a.md"));
-    assert!(stdout.contains("pushed /memories/mine.md"), "{stdout}");
-    assert!(
-        dir.path()
-            .join(format!(".claude-memory-sync-{id}.json"))
-            .is_file()
-    );
-    let out = cli(dir.path(), &["sync", &target, "--once"]);
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        format!("in step with {id}")
-    );
-    // The state stays out of every view.
-    let out = cli(dir.path(), &["view", "/memories"]);
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("claude-memory-sync"));
-}
-
-#[test]
-fn cli_sync_refuses_a_second_sync_on_one_state_and_bad_arguments() {
-    let Some((_, id)) = fresh() else { return };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let target = format!("managed:{id}");
-    assert!(
-        cli(dir.path(), &["sync", &target, "--once"])
-            .status
-            .success()
-    );
-    let lock = std::fs::File::options()
-        .write(true)
-        .open(
-            dir.path()
-                .join(format!(".claude-memory-sync-{id}.json.lock")),
-        )
-        .expect("the lock file");
-    lock.try_lock().expect("lock");
-    let out = cli(dir.path(), &["sync", &target, "--once"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("another sync"));
-    drop(lock);
-    for (args, says) in [
-        (vec!["sync", &target, "--interval", "2s"], "at least 5s"),
-        (vec!["sync", id.as_str(), "--once"], "managed:MEMSTORE_ID"),
-        (vec!["sync", &target, "--deletes", "sometimes"], "log-only"),
-    ] {
-        let out = cli(dir.path(), &args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(
-            String::from_utf8_lossy(&out.stderr).contains(says),
-            "{args:?}"
-        );
-    }
-    let out = Command::new(BIN)
-        .args([
-            "--store",
-            "sqlite:/nonexistent/x.db",
-            "sync",
-            &target,
-            "--once",
-        ])
-        .output()
-        .expect("run");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--state"));
-}
-
-/// This crate's sync and the official SDK's engine, on two folders and
-/// one store, converge on the same files (`converge.py`).
-#[test]
-fn ours_and_the_sdks_sync_converge() {
-    let Some((url, key)) = managed_support::endpoint() else {
-        return;
-    };
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/managed/converge.py");
-    let out = Command::new("python3")
-        .args([script, &url, &key, BIN])
-        .output()
-        .expect("python3");
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
     );
 }
