@@ -106,17 +106,7 @@ pub fn format_time(t: SystemTime) -> String {
     }
 }
 
-/// Lowercase hex sha256.
-pub(crate) fn sha256_hex(data: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    use std::fmt::Write;
-    let digest = Sha256::digest(data);
-    let mut out = String::with_capacity(64);
-    for b in digest.iter() {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
-}
+pub(crate) use crate::store::sha256_hex;
 
 /// A path string below `prefix` (or equal to it).
 pub(crate) fn under(path: &str, prefix: &str) -> bool {

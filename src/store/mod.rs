@@ -337,6 +337,23 @@ pub trait MemoryStore: Send + Sync {
     }
 }
 
+/// Lowercase hex sha256 of `data`: history's content hashes, and the
+/// managed memory stores' `content_sha256`.
+pub(crate) fn sha256_hex(data: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex(&Sha256::digest(data))
+}
+
+/// Lowercase hex of a digest.
+pub(crate) fn hex(digest: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(digest.len() * 2);
+    for b in digest {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
 macro_rules! forward_store {
     ($($ty:ty),*) => {$(
         #[deny(clippy::missing_trait_methods)]

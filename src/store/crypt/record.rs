@@ -265,9 +265,7 @@ fn unwrap_name_key(record: &Record, keys: &[Key]) -> Result<NameCipher, CryptErr
 }
 
 /// Lowercase hex.
-pub(crate) fn hex_encode(data: &[u8]) -> String {
-    data.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub(crate) use crate::store::hex as hex_encode;
 
 /// The inverse of [`hex_encode`].
 pub(crate) fn hex_decode(text: &str) -> Option<Vec<u8>> {

@@ -59,9 +59,7 @@ pub(super) fn path_of(rel: &str) -> Option<MemoryPath> {
     MemoryPath::from_stored(&format!("{}/{rel}", crate::path::ROOT))
 }
 
-pub(super) fn sha256_hex(data: &[u8]) -> String {
-    crate::history::sha256_hex(data)
-}
+pub(super) use crate::store::sha256_hex;
 
 /// Reads the whole store. A file or directory that cannot be read fails
 /// the scan: read as absent, it would look like a deletion.
@@ -148,13 +146,7 @@ pub(super) fn hash(store: &dyn MemoryStore, path: &MemoryPath) -> StoreResult<Op
         }
         hasher.update(&buf[..n]);
     }
-    Ok(Some(
-        hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
-    ))
+    Ok(Some(crate::store::hex(&hasher.finalize())))
 }
 
 /// What a conditional change found.
