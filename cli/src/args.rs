@@ -270,9 +270,9 @@ pub enum Command {
 
     /// Print one version: its record and its content. Only reads the store.
     Show {
-        /// The version id (v12 or 12)
+        /// The version id (v12 or 12; memver_… on a managed store)
         #[arg(value_parser = parse_version)]
-        id: u64,
+        id: VersionId,
     },
 
     /// Unified diff between two versions, or a version and the file now.
@@ -281,10 +281,10 @@ pub enum Command {
     Diff {
         /// From this version
         #[arg(value_parser = parse_version)]
-        from: u64,
+        from: VersionId,
         /// To this version [default: the file as it is now]
         #[arg(value_parser = parse_version)]
-        to: Option<u64>,
+        to: Option<VersionId>,
     },
 
     /// Put a file back as it was in a version (for a delete, the content
@@ -292,7 +292,7 @@ pub enum Command {
     Revert {
         /// The version id
         #[arg(value_parser = parse_version)]
-        id: u64,
+        id: VersionId,
     },
 
     /// Put the whole store, or a prefix, back as it was at a time.
@@ -316,7 +316,7 @@ pub enum Command {
     Redact {
         /// The version id
         #[arg(value_parser = parse_version, required_unless_present = "text")]
-        id: Option<u64>,
+        id: Option<VersionId>,
         /// Erase this text from every version's content instead
         #[arg(long, value_name = "TEXT", conflicts_with = "id")]
         text: Option<String>,
@@ -340,12 +340,45 @@ pub enum HistoryAction {
     },
 }
 
-/// A version id: `12` or `v12`.
-pub fn parse_version(text: &str) -> Result<u64, String> {
-    let digits = text.trim().trim_start_matches('v');
-    digits
+/// A version: a `--history` store's number, or a managed memory store's
+/// own id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VersionId {
+    /// `12` or `v12`.
+    Number(u64),
+    /// `memver_…`.
+    Managed(String),
+}
+
+impl VersionId {
+    /// The number, on a store whose history numbers its versions.
+    pub fn number(self) -> Result<u64, crate::output::Failure> {
+        match self {
+            VersionId::Number(n) => Ok(n),
+            VersionId::Managed(id) => Err(crate::output::Failure::Usage(format!(
+                "{id} is a managed memory store's version: this store numbers its versions (v12)"
+            ))),
+        }
+    }
+}
+
+/// A version id: `12`, `v12` or `memver_…`.
+pub fn parse_version(text: &str) -> Result<VersionId, String> {
+    let text = text.trim();
+    if text.starts_with("memver_")
+        && text.len() > 7
+        && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return Ok(VersionId::Managed(text.to_owned()));
+    }
+    text.trim_start_matches('v')
         .parse()
-        .map_err(|_| format!("`{text}` is not a version id (such as 12 or v12)"))
+        .map(VersionId::Number)
+        .map_err(|_| {
+            format!(
+                "`{text}` is not a version id (such as 12, v12, or memver_… on a managed store)"
+            )
+        })
 }
 
 /// A human duration: humantime's `30d`, `1d12h`, `30 days`, `90s`, …

@@ -95,10 +95,10 @@ fn log(
         StoreSpec::Postgres(url) => postgres_log(url, scope),
         // A tenant's log lives below the tenant's prefix (CloudLog::for_tenant).
         StoreSpec::Cloud(url) => crate::cloud::log(url, tenant),
-        // The service keeps its own versions; the history commands do
-        // not read them yet.
+        // The service keeps a version of every change itself; `history`,
+        // `show`, `diff`, `revert` and `redact` read it (managed_history).
         StoreSpec::Managed(_) => Err(Failure::Usage(
-            "--history and the history commands do not work on a managed memory store yet: the service keeps its own versions (see them in the Claude Console)".into(),
+            "--history does not apply to a managed memory store: the service keeps a version of every change itself (see `history`)".into(),
         )),
     }
 }

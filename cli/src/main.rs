@@ -18,6 +18,7 @@ mod cloud;
 mod crypt;
 mod history;
 mod managed;
+mod managed_history;
 mod mcp;
 mod output;
 mod prune;
@@ -52,6 +53,14 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => failure.report(),
+    }
+}
+
+/// The memory store's id of a `managed:` store.
+fn managed_id(spec: &StoreSpec) -> &str {
+    match spec {
+        StoreSpec::Managed(id) => id,
+        _ => "",
     }
 }
 
@@ -190,6 +199,57 @@ fn run(cli: Cli) -> Outcome {
             }
         }
         Command::Check => check::check(&open(Access::Read)?),
+        // A managed store's history is the service's own versions.
+        Command::History {
+            action: None,
+            path,
+            prefix,
+            since,
+            until,
+            actor,
+        } if matches!(spec, StoreSpec::Managed(_)) => {
+            let listing = managed_history::Listing {
+                path: path.as_deref(),
+                prefix: prefix.as_deref(),
+                since,
+                until,
+                actor,
+            };
+            managed_history::run(managed_id(&spec), managed_history::Action::List(listing))
+        }
+        Command::Show { id } if matches!(spec, StoreSpec::Managed(_)) => managed_history::run(
+            managed_id(&spec),
+            managed_history::Action::Show(managed_history::id(id)?),
+        ),
+        Command::Diff { from, to } if matches!(spec, StoreSpec::Managed(_)) => {
+            let to = to.map(managed_history::id).transpose()?;
+            managed_history::run(
+                managed_id(&spec),
+                managed_history::Action::Diff(managed_history::id(from)?, to),
+            )
+        }
+        Command::Revert { id } if matches!(spec, StoreSpec::Managed(_)) => managed_history::run(
+            managed_id(&spec),
+            managed_history::Action::Revert(managed_history::id(id)?),
+        ),
+        Command::Redact {
+            id: Some(id),
+            text: None,
+        } if matches!(spec, StoreSpec::Managed(_)) => managed_history::run(
+            managed_id(&spec),
+            managed_history::Action::Redact(managed_history::id(id)?),
+        ),
+        Command::History {
+            action: Some(_), ..
+        } if matches!(spec, StoreSpec::Managed(_)) => {
+            Err(managed_history::unsupported("history prune"))
+        }
+        Command::Restore { .. } if matches!(spec, StoreSpec::Managed(_)) => {
+            Err(managed_history::unsupported("restore --at"))
+        }
+        Command::Redact { .. } if matches!(spec, StoreSpec::Managed(_)) => {
+            Err(managed_history::unsupported("redact --text"))
+        }
         Command::History {
             action:
                 Some(args::HistoryAction::Prune {
@@ -230,9 +290,18 @@ fn run(cli: Cli) -> Outcome {
             until,
             actor,
         ),
-        Command::Show { id } => history::show(&open_history(Access::Read)?, id),
-        Command::Diff { from, to } => history::diff(&open_history(Access::Read)?, from, to),
-        Command::Revert { id } => history::revert(&open_history(Access::Change)?, id),
+        Command::Show { id } => {
+            let id = id.number()?;
+            history::show(&open_history(Access::Read)?, id)
+        }
+        Command::Diff { from, to } => {
+            let (from, to) = (from.number()?, to.map(args::VersionId::number).transpose()?);
+            history::diff(&open_history(Access::Read)?, from, to)
+        }
+        Command::Revert { id } => {
+            let id = id.number()?;
+            history::revert(&open_history(Access::Change)?, id)
+        }
         Command::Restore {
             at,
             prefix,
@@ -244,6 +313,7 @@ fn run(cli: Cli) -> Outcome {
             dry_run,
         ),
         Command::Redact { id, text } => {
+            let id = id.map(args::VersionId::number).transpose()?;
             history::redact(&open_history(Access::Change)?, id, text.as_deref())
         }
     }

@@ -108,6 +108,16 @@ pub fn format_time(t: SystemTime) -> String {
 
 pub(crate) use crate::store::sha256_hex;
 
+/// A unified diff of two texts (3 lines of context), `""` if they are
+/// equal: what `diff` prints, for any history.
+pub fn unified_diff(old: &str, new: &str, old_label: &str, new_label: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(old_label, new_label)
+        .to_string()
+}
+
 /// A path string below `prefix` (or equal to it).
 pub(crate) fn under(path: &str, prefix: &str) -> bool {
     prefix == crate::path::ROOT

@@ -96,11 +96,12 @@ impl<S: MemoryStore> HistoryStore<S> {
                 (text, format!("{path} (now)"))
             }
         };
-        Ok(similar::TextDiff::from_lines(&old, &new)
-            .unified_diff()
-            .context_radius(3)
-            .header(&format!("{}@v{}", a.path, a.id), &label)
-            .to_string())
+        Ok(super::unified_diff(
+            &old,
+            &new,
+            &format!("{}@v{}", a.path, a.id),
+            &label,
+        ))
     }
 
     /// Where the file of `v` is now (its path at `v` if it is gone).

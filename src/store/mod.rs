@@ -46,7 +46,9 @@ pub use fs::{FilesystemStore, FilesystemStoreBuilder};
 #[cfg_attr(docsrs, doc(cfg(feature = "managed")))]
 pub use managed::sync as managed_sync;
 #[cfg(feature = "managed")]
-pub use managed::{ManagedBuilder, ManagedError, ManagedStore};
+pub use managed::{
+    ManagedBuilder, ManagedError, ManagedStore, ManagedVersion, VersionOp, VersionQuery,
+};
 pub use memory::InMemoryStore;
 #[cfg(feature = "cloud")]
 pub use object::{CloudBuilder, CloudError, CloudScheme, CloudStore, parse_cloud_url};

@@ -47,9 +47,34 @@ pub(super) enum Item {
     Prefix { path: String },
 }
 
+/// One of the service's versions of a memory (`path`, `content` and
+/// `content_sha256` are `None` once redacted; content only on a retrieve).
+#[derive(Debug, Clone, Deserialize)]
+pub(super) struct Version {
+    pub id: String,
+    pub memory_id: String,
+    pub operation: String,
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub content: Option<String>,
+    #[serde(default)]
+    pub content_sha256: Option<String>,
+    #[serde(default)]
+    pub content_size_bytes: Option<u64>,
+    pub created_at: String,
+    #[serde(default)]
+    pub created_by: Option<Value>,
+    #[serde(default)]
+    pub redacted_at: Option<String>,
+}
+
+/// The most pages of versions one listing follows (100 a page).
+const MAX_VERSION_PAGES: usize = 200;
+
 #[derive(Deserialize)]
-struct Page {
-    data: Vec<Item>,
+struct Page<T = Item> {
+    data: Vec<T>,
     #[serde(default)]
     next_page: Option<String>,
 }
@@ -146,6 +171,43 @@ impl Api {
         Err(Fail::Unreachable(RemoteCause::Unavailable))
     }
 
+    /// The store's versions, newest first, all pages (at most
+    /// [`MAX_VERSION_PAGES`]), with the API's own filters in `filters`
+    /// (`memory_id`, `created_at[gte]`, `created_at[lte]`).
+    pub(super) fn versions(&self, filters: &[(&str, String)]) -> Result<Vec<Version>, Fail> {
+        let mut all = Vec::new();
+        let mut page: Option<String> = None;
+        for _ in 0..MAX_VERSION_PAGES {
+            let mut query = filters.to_vec();
+            query.push(("limit", PAGE.to_owned()));
+            if let Some(p) = page.take() {
+                query.push(("page", p));
+            }
+            let body = self.send(reqwest::Method::GET, "/memory_versions", &query, None)?;
+            let got: Page<Version> = parse(&body)?;
+            all.extend(got.data);
+            match got.next_page {
+                Some(next) if !next.is_empty() => page = Some(next),
+                _ => return Ok(all),
+            }
+        }
+        Err(Fail::Refused)
+    }
+
+    /// One version with its content.
+    pub(super) fn version(&self, id: &str) -> Result<Version, Fail> {
+        let below = format!("/memory_versions/{}", escaped(id));
+        let body = self.send(reqwest::Method::GET, &below, &[], None)?;
+        parse(&body)
+    }
+
+    /// Erases a version's content and path on the service.
+    pub(super) fn redact(&self, id: &str) -> Result<Version, Fail> {
+        let below = format!("/memory_versions/{}/redact", escaped(id));
+        let body = self.send(reqwest::Method::POST, &below, &[], Some(json!({})))?;
+        parse(&body)
+    }
+
     /// One memory with its content.
     pub(super) fn retrieve(&self, id: &str) -> Result<Memory, Fail> {
         let query = [("view", "full".to_owned())];
@@ -239,9 +301,12 @@ const QUERY: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
+fn escaped(id: &str) -> String {
+    percent_encoding::utf8_percent_encode(id, QUERY).collect()
+}
+
 fn memory(id: &str) -> String {
-    let id: String = percent_encoding::utf8_percent_encode(id, QUERY).collect();
-    format!("/memories/{id}")
+    format!("/memories/{}", escaped(id))
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Fail> {

@@ -6,16 +6,20 @@
 //! - `lease`: the lock memory that serializes directory moves and
 //!   size-limited writes, and finishes a move a killed process left.
 //! - `sync`: keeps another store and this one in step, by the SDKs' rules.
+//! - `versions`: the service's own history of each memory.
 
 mod api;
 mod lease;
 mod ops;
 pub mod sync;
+mod versions;
 
 use std::fmt;
 use std::time::Duration;
 
 use api::{Api, Fail, Retry};
+
+pub use versions::{ManagedVersion, VersionOp, VersionQuery};
 
 use crate::store::RemoteCause;
 use crate::store::runtime::Io;

@@ -1,0 +1,224 @@
+//! The service's own versions on a managed store (`ManagedStore::versions`,
+//! `version`, `revert_to`, `redact_version`) and the CLI's history
+//! commands over them, against the emulator of the memory stores API.
+#![cfg(feature = "managed")]
+
+use std::process::Command;
+
+use claude_memory::store::{MemoryStoreExt as _, VersionOp, VersionQuery, WriteMode};
+use claude_memory::{MemoryPath, MemoryStore, MemoryTool, StoreError};
+use serde_json::json;
+
+#[path = "../managed_support/mod.rs"]
+mod managed_support;
+
+use managed_support::{fresh, memories_with_ids, overwrite};
+
+const BIN: &str = env!("CARGO_BIN_EXE_claude-memory-cli");
+
+fn path(p: &str) -> MemoryPath {
+    MemoryPath::parse(p).expect("path")
+}
+
+fn text(store: &impl MemoryStore, p: &str) -> Option<String> {
+    store
+        .read(&path(p), u64::MAX)
+        .ok()
+        .map(|f| String::from_utf8_lossy(&f.data).into_owned())
+}
+
+#[test]
+fn every_change_is_a_version_oldest_first_following_renames() {
+    let Some((store, _)) = fresh() else { return };
+    let tool = MemoryTool::new(store.clone());
+    for input in [
+        json!({"command": "create", "path": "/memories/a.md", "file_text": "one\n"}),
+        json!({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "two"}),
+        json!({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/b.md"}),
+        json!({"command": "create", "path": "/memories/other.md", "file_text": "x\n"}),
+    ] {
+        assert!(!tool.dispatch(&input).is_error, "{input}");
+    }
+    let all = store.versions(&VersionQuery::default()).expect("versions");
+    let ops: Vec<_> = all.iter().map(|v| v.op).collect();
+    assert_eq!(
+        ops,
+        [
+            VersionOp::Created,
+            VersionOp::Modified,
+            VersionOp::Modified,
+            VersionOp::Created
+        ]
+    );
+    let id = store
+        .memory_id(&path("/memories/b.md"))
+        .expect("lookup")
+        .expect("a memory");
+    let mine = store
+        .versions(&VersionQuery {
+            memory_id: Some(id),
+            ..VersionQuery::default()
+        })
+        .expect("versions");
+    assert_eq!(mine.len(), 3, "the rename kept the memory's id");
+    assert_eq!(mine[0].path, Some(path("/memories/a.md")));
+    assert_eq!(mine[2].path, Some(path("/memories/b.md")));
+    assert!(
+        mine[0]
+            .actor
+            .as_deref()
+            .is_some_and(|a| a.starts_with("api_actor:"))
+    );
+    let first = store.version(&mine[0].id).expect("version");
+    assert_eq!(first.content.as_deref(), Some("one\n"));
+}
+
+#[test]
+fn revert_puts_back_a_version_or_what_a_delete_removed_as_a_new_version() {
+    let Some((store, id)) = fresh() else { return };
+    store
+        .write(&path("/memories/n.md"), b"v1\n", WriteMode::Create)
+        .expect("create");
+    let mem = &memories_with_ids(&id)[0].1;
+    overwrite(&id, mem, "v2 by another client\n");
+    let versions = store.versions(&VersionQuery::default()).expect("versions");
+    assert_eq!(
+        store.revert_to(&versions[0].id).expect("revert"),
+        Some(path("/memories/n.md"))
+    );
+    assert_eq!(text(&store, "/memories/n.md").as_deref(), Some("v1\n"));
+    assert_eq!(
+        store.revert_to(&versions[0].id).expect("again"),
+        None,
+        "already so"
+    );
+
+    store.delete(&path("/memories/n.md")).expect("delete");
+    let deleted = store
+        .versions(&VersionQuery::default())
+        .expect("versions")
+        .into_iter()
+        .rfind(|v| v.op == VersionOp::Deleted)
+        .expect("the delete's version");
+    assert_eq!(
+        store.revert_to(&deleted.id).expect("undelete"),
+        Some(path("/memories/n.md"))
+    );
+    assert_eq!(text(&store, "/memories/n.md").as_deref(), Some("v1\n"));
+    assert_eq!(
+        store
+            .versions(&VersionQuery::default())
+            .expect("versions")
+            .len(),
+        5,
+        "create, the other client's edit, revert, delete, undelete: each a version"
+    );
+}
+
+#[test]
+fn a_redacted_version_keeps_its_record_and_cannot_be_reverted_to() {
+    let Some((store, _)) = fresh() else { return };
+    let p = path("/memories/secret.md");
+    store
+        .write(&p, b"password=hunter2\n", WriteMode::Create)
+        .expect("create");
+    store
+        .write(&p, b"nothing here\n", WriteMode::Overwrite)
+        .expect("edit");
+    let versions = store.versions(&VersionQuery::default()).expect("versions");
+    let current = &versions[1];
+    assert!(
+        matches!(
+            store.redact_version(&current.id),
+            Err(StoreError::Invalid { .. })
+        ),
+        "the service keeps the live memory's current version"
+    );
+    let gone = store.redact_version(&versions[0].id).expect("redact");
+    assert!(gone.redacted && gone.content.is_none() && gone.path.is_none());
+    let again = store.version(&versions[0].id).expect("the record stays");
+    assert!(again.redacted && again.content.is_none());
+    assert!(matches!(
+        store.revert_to(&versions[0].id),
+        Err(StoreError::Invalid { reason, .. }) if reason.contains("redacted")
+    ));
+    assert!(matches!(
+        store.version("memver_nope"),
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+fn cli(id: &str, args: &[&str]) -> (i32, String, String) {
+    let (url, key) = managed_support::endpoint().expect("emulator");
+    let out = Command::new(BIN)
+        .args(["--store", &format!("managed:{id}")])
+        .args(args)
+        .env("ANTHROPIC_API_KEY", key)
+        .env("ANTHROPIC_BASE_URL", url)
+        .output()
+        .expect("run the CLI");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cli_history_show_diff_revert_redact_on_the_services_versions() {
+    let Some((store, id)) = fresh() else { return };
+    let p = path("/memories/a.md");
+    store
+        .write(&p, b"one\n", WriteMode::Create)
+        .expect("create");
+    store
+        .write(&p, b"two\n", WriteMode::Overwrite)
+        .expect("edit");
+    store.rename(&p, &path("/memories/b.md")).expect("rename");
+    let (code, listing, _) = cli(&id, &["history", "/memories/b.md"]);
+    assert_eq!(code, 0);
+    assert!(
+        listing.contains("/memories/a.md -> /memories/b.md"),
+        "{listing}"
+    );
+    assert!(listing.trim_end().ends_with("3 versions"), "{listing}");
+    let first = listing
+        .lines()
+        .next()
+        .and_then(|l| l.split('\t').next())
+        .expect("an id");
+
+    let (_, shown, _) = cli(&id, &["show", first]);
+    assert!(shown.contains("--- content ---\none"), "{shown}");
+    let (_, diff, _) = cli(&id, &["diff", first]);
+    assert!(
+        diff.contains("-one") && diff.contains("+two") && diff.contains("(now)"),
+        "{diff}"
+    );
+    let (code, said, _) = cli(&id, &["revert", first]);
+    assert_eq!(code, 0, "{said}");
+    assert_eq!(text(&store, "/memories/b.md").as_deref(), Some("one\n"));
+    let (code, said, _) = cli(&id, &["redact", first]);
+    assert_eq!(code, 0, "{said}");
+    let (_, shown, _) = cli(&id, &["show", first]);
+    assert!(
+        shown.contains("[redacted]") && !shown.contains("one\n"),
+        "{shown}"
+    );
+
+    for (args, says) in [
+        (vec!["show", "v3"], "memver_"),
+        (vec!["restore", "--at", "1h"], "does not work on a managed"),
+        (
+            vec!["history", "prune", "--keep", "1"],
+            "does not work on a managed",
+        ),
+        (vec!["redact", "--text", "x"], "does not work on a managed"),
+    ] {
+        let (code, _, err) = cli(&id, &args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let (code, _, err) = cli(&id, &["show", "memver_nope"]);
+    assert_eq!((code, err.contains("no such version")), (1, true), "{err}");
+}
