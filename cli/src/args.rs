@@ -325,6 +325,17 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum HistoryAction {
+    /// Replay every version, oldest first, into an empty store that keeps
+    /// a history: a --history store's into a managed memory store (the
+    /// service makes one version of each change), a managed store's into
+    /// a --history store, or one backend's into another's. Each change
+    /// notes its source version's id, time and author; its own time is
+    /// the copy's. Redacted versions are skipped.
+    Copy {
+        /// The destination, as --store names one (it must be empty)
+        #[arg(long, value_name = "STORE")]
+        to: String,
+    },
     /// Remove versions older than AGE and/or beyond N per file (the latest
     /// version of every live file is always kept).
     Prune {

@@ -17,6 +17,7 @@ mod check;
 mod cloud;
 mod crypt;
 mod history;
+mod history_copy;
 mod managed;
 mod managed_history;
 mod mcp;
@@ -239,6 +240,29 @@ fn run(cli: Cli) -> Outcome {
             managed_id(&spec),
             managed_history::Action::Redact(managed_history::id(id)?),
         ),
+        Command::History {
+            action: Some(args::HistoryAction::Copy { to }),
+            ..
+        } => {
+            let dest_spec = StoreSpec::parse(&to)?;
+            let (steps, skipped) = match &spec {
+                StoreSpec::Managed(id) => history_copy::from_managed(id)?,
+                _ => history_copy::from_history(&open_history(Access::Read)?)?,
+            };
+            let dest = store::open(&dest_spec, None, Access::Create)?;
+            let dest: Box<dyn MemoryStore> = match dest_spec {
+                StoreSpec::Managed(_) => dest,
+                _ => Box::new(history::open(
+                    &dest_spec,
+                    None,
+                    dest,
+                    Access::Create,
+                    true,
+                    None,
+                )?),
+            };
+            history_copy::replay(&*dest, &steps, skipped)
+        }
         Command::History {
             action: Some(_), ..
         } if matches!(spec, StoreSpec::Managed(_)) => {

@@ -222,3 +222,67 @@ fn cli_history_show_diff_revert_redact_on_the_services_versions() {
     let (code, _, err) = cli(&id, &["show", "memver_nope"]);
     assert_eq!((code, err.contains("no such version")), (1, true), "{err}");
 }
+
+/// A managed store's versions into a `--history` directory, and back into
+/// another managed store: one version for one version, each way.
+#[test]
+fn history_copy_moves_versions_one_for_one_both_ways() {
+    let Some((store, id)) = fresh() else { return };
+    let p = path("/memories/a.md");
+    store
+        .write(&p, b"one\n", WriteMode::Create)
+        .expect("create");
+    store
+        .write(&p, b"two\n", WriteMode::Overwrite)
+        .expect("edit");
+    store.rename(&p, &path("/memories/d/b.md")).expect("rename");
+    store
+        .write(&path("/memories/c.md"), b"c\n", WriteMode::Create)
+        .expect("create");
+    store.delete(&path("/memories/c.md")).expect("delete");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let local = dir.path().join("copy");
+    let local = local.to_str().expect("utf-8");
+    let (code, said, err) = cli(&id, &["history", "copy", "--to", local]);
+    assert_eq!(code, 0, "{said}{err}");
+    assert!(said.contains("copied 5 changes"), "{said}");
+    let (url, key) = managed_support::endpoint().expect("emulator");
+    let local_cli = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["--store", local])
+            .args(args)
+            .env("ANTHROPIC_API_KEY", &key)
+            .env("ANTHROPIC_BASE_URL", &url)
+            .output()
+            .expect("run");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let listing = local_cli(&["history"]);
+    let ops: Vec<&str> = listing
+        .lines()
+        .filter_map(|l| l.split('\t').nth(2))
+        .collect();
+    assert_eq!(
+        ops,
+        ["created", "modified", "renamed", "created", "deleted"],
+        "{listing}"
+    );
+    assert!(listing.contains("copied from memver_"), "{listing}");
+    let Some((back, back_id)) = fresh() else {
+        return;
+    };
+    let said = local_cli(&["history", "copy", "--to", &format!("managed:{back_id}")]);
+    assert!(said.contains("copied 5 changes"), "{said}");
+    let ops: Vec<VersionOp> = back
+        .versions(&VersionQuery::default())
+        .expect("versions")
+        .iter()
+        .map(|v| v.op)
+        .collect();
+    use VersionOp::*;
+    assert_eq!(ops, [Created, Modified, Modified, Created, Deleted]);
+    assert_eq!(text(&back, "/memories/d/b.md").as_deref(), Some("two\n"));
+    // Never into a store that holds anything.
+    let said = local_cli(&["history", "copy", "--to", &format!("managed:{back_id}")]);
+    assert!(!said.contains("copied"), "{said}");
+}

@@ -1,0 +1,207 @@
+//! `history copy --to STORE`: replays a store's history, version by
+//! version, into an empty store that keeps one: a `--history` store's
+//! versions into a managed memory store (whose service makes one version
+//! of each change), a managed store's versions into a `--history` store,
+//! or one history backend into another. Each change carries its source
+//! version's id and time in its note; the times themselves are the
+//! copy's (no store lets a change be written in the past).
+
+use claude_memory::MemoryStore;
+use claude_memory::history::ChangeOp;
+use claude_memory::path::MemoryPath;
+use claude_memory::store::{
+    Context, DeleteIf, DeleteOptions, RenameOptions, WriteMode, WriteOptions,
+};
+
+use crate::output::{Failure, Outcome, count, failed, out};
+
+/// One change to replay.
+pub struct Step {
+    op: Op,
+    /// The source version's id (`v12`, `memver_…`), kept as the call.
+    source: String,
+    /// When and by whom the source version was made.
+    note: String,
+}
+
+enum Op {
+    Write(MemoryPath, Vec<u8>),
+    Rename(MemoryPath, MemoryPath),
+    Delete(MemoryPath),
+}
+
+fn stored(p: &str) -> Result<MemoryPath, Failure> {
+    MemoryPath::from_stored(p).ok_or_else(|| {
+        failed(format_args!(
+            "the history names a path no memory path spells: {}",
+            claude_memory::history::escape(p)
+        ))
+    })
+}
+
+/// The steps of a `--history` store's versions, oldest first, each with
+/// its content read before anything is written. A redacted version's
+/// content is gone: it is skipped, and counted.
+pub fn from_history(h: &crate::history::History) -> Result<(Vec<Step>, usize), Failure> {
+    let mut steps = Vec::new();
+    let mut skipped = 0;
+    for r in h.records(&Default::default()).map_err(failed)? {
+        let note = format!(
+            "copied from v{}, {}{}",
+            r.id,
+            claude_memory::history::format_time(r.time),
+            r.actor
+                .as_deref()
+                .map(|a| format!(", by {a}"))
+                .unwrap_or_default()
+        );
+        let op = match r.op {
+            ChangeOp::Created | ChangeOp::Modified => {
+                let full = h.version(r.id).map_err(failed)?;
+                match (full.redacted, full.content) {
+                    (false, Some(content)) => Op::Write(stored(&r.path)?, content),
+                    _ => {
+                        skipped += 1;
+                        continue;
+                    }
+                }
+            }
+            ChangeOp::Renamed => match &r.from {
+                Some(from) => Op::Rename(stored(from)?, stored(&r.path)?),
+                None => continue,
+            },
+            ChangeOp::Deleted => Op::Delete(stored(&r.path)?),
+        };
+        steps.push(Step {
+            op,
+            source: format!("v{}", r.id),
+            note,
+        });
+    }
+    Ok((steps, skipped))
+}
+
+/// The steps of a managed store's versions, oldest first: a version
+/// whose path changed is a rename (then a write if its content did too).
+#[cfg(feature = "managed")]
+pub fn from_managed(id: &str) -> Result<(Vec<Step>, usize), Failure> {
+    use claude_memory::store::{VersionOp, VersionQuery};
+    use std::collections::HashMap;
+
+    let store = claude_memory::ManagedStore::open(id).map_err(|e| {
+        failed(format_args!(
+            "cannot open the managed memory store {id}: {e}"
+        ))
+    })?;
+    let mut steps = Vec::new();
+    let mut skipped = 0;
+    // Each memory's path and sha as the replay has left it.
+    let mut last: HashMap<String, (MemoryPath, Option<String>)> = HashMap::new();
+    for v in store.versions(&VersionQuery::default()).map_err(failed)? {
+        let note = format!(
+            "copied from {}, {}{}",
+            v.id,
+            v.created_at,
+            v.actor
+                .as_deref()
+                .map(|a| format!(", by {a}"))
+                .unwrap_or_default()
+        );
+        let step = |op| Step {
+            op,
+            source: v.id.clone(),
+            note: note.clone(),
+        };
+        let before = last.get(&v.memory_id).cloned();
+        match (v.op, &v.path, before) {
+            (VersionOp::Deleted, _, Some((at, _))) => {
+                steps.push(step(Op::Delete(at)));
+                last.remove(&v.memory_id);
+            }
+            (VersionOp::Deleted, _, None) => {}
+            (_, None, _) => skipped += 1,
+            (_, Some(path), before) => {
+                if let Some((old, _)) = &before
+                    && old != path
+                {
+                    steps.push(step(Op::Rename(old.clone(), path.clone())));
+                }
+                if before.as_ref().and_then(|(_, sha)| sha.as_ref()) != v.sha256.as_ref() {
+                    match store.version(&v.id).map_err(failed)?.content {
+                        Some(text) => steps.push(step(Op::Write(path.clone(), text.into_bytes()))),
+                        None => skipped += 1,
+                    }
+                }
+                last.insert(v.memory_id.clone(), (path.clone(), v.sha256.clone()));
+            }
+        }
+    }
+    Ok((steps, skipped))
+}
+
+#[cfg(not(feature = "managed"))]
+pub fn from_managed(_: &str) -> Result<(Vec<Step>, usize), Failure> {
+    Err(Failure::Usage(
+        "this claude-memory was built without managed memory stores (reinstall with: cargo install claude-memory-cli --features managed)".into(),
+    ))
+}
+
+/// Replays `steps` into `dest`, which must be empty: checked first, so a
+/// copy never mixes with what a store already holds.
+pub fn replay(dest: &dyn MemoryStore, steps: &[Step], skipped: usize) -> Outcome {
+    let root = MemoryPath::root();
+    if !dest.list(&root).map_err(failed)?.is_empty() {
+        return Err(failed(
+            "the destination is not empty: history copy replays a history into an empty store only",
+        ));
+    }
+    for (done, step) in steps.iter().enumerate() {
+        let context = Context {
+            call: Some(&step.source),
+            note: Some(&step.note),
+        };
+        let result = match &step.op {
+            Op::Write(p, data) => dest
+                .write_opts(
+                    p,
+                    data,
+                    WriteOptions {
+                        mode: WriteMode::Overwrite,
+                        quota: None,
+                        context,
+                    },
+                )
+                .map(|_| ()),
+            Op::Rename(from, to) => dest.rename_opts(from, to, RenameOptions { context }),
+            Op::Delete(p) => dest
+                .delete_opts(
+                    p,
+                    DeleteOptions {
+                        condition: DeleteIf::Exists,
+                        context,
+                    },
+                )
+                .map(|_| ()),
+        };
+        if let Err(e) = result {
+            return Err(failed(format_args!(
+                "copied {} of {}; {} failed: {e} (the destination holds the copy so far: empty it before trying again)",
+                done,
+                count(steps.len(), "change", "changes"),
+                step.source
+            )));
+        }
+    }
+    out(format_args!(
+        "copied {}{}",
+        count(steps.len(), "change", "changes"),
+        if skipped > 0 {
+            format!(
+                " ({} redacted, skipped)",
+                count(skipped, "version", "versions")
+            )
+        } else {
+            String::new()
+        }
+    ))
+}
