@@ -15,8 +15,19 @@ use claude_memory::store::{
 
 use crate::output::{Failure, Outcome, count, failed, out};
 
+/// What a copy will do: its steps, and the versions it cannot or need
+/// not replay.
+#[derive(Default)]
+pub struct Plan {
+    steps: Vec<Step>,
+    /// Redacted versions: their content is gone.
+    redacted: usize,
+    /// Versions that changed nothing (a revert to what was there).
+    unchanged: usize,
+}
+
 /// One change to replay.
-pub struct Step {
+struct Step {
     op: Op,
     /// The source version's id (`v12`, `memver_…`), kept as the call.
     source: String,
@@ -28,6 +39,19 @@ enum Op {
     Write(MemoryPath, Vec<u8>),
     Rename(MemoryPath, MemoryPath),
     Delete(MemoryPath),
+}
+
+/// The sync's marker file: the sync's own, never copied (it names the
+/// source's memory store). Without the `managed` feature there is no sync.
+fn is_marker(p: &MemoryPath) -> bool {
+    #[cfg(feature = "managed")]
+    return p.components().len() == 1
+        && p.name() == Some(claude_memory::store::managed_sync::MARKER_FILE);
+    #[cfg(not(feature = "managed"))]
+    {
+        let _ = p;
+        false
+    }
 }
 
 fn stored(p: &str) -> Result<MemoryPath, Failure> {
@@ -42,10 +66,17 @@ fn stored(p: &str) -> Result<MemoryPath, Failure> {
 /// The steps of a `--history` store's versions, oldest first, each with
 /// its content read before anything is written. A redacted version's
 /// content is gone: it is skipped, and counted.
-pub fn from_history(h: &crate::history::History) -> Result<(Vec<Step>, usize), Failure> {
-    let mut steps = Vec::new();
-    let mut skipped = 0;
+pub fn from_history(h: &crate::history::History) -> Result<Plan, Failure> {
+    let mut plan = Plan::default();
     for r in h.records(&Default::default()).map_err(failed)? {
+        let paths = [Some(&r.path), r.from.as_ref()];
+        if paths
+            .into_iter()
+            .flatten()
+            .any(|p| stored(p).is_ok_and(|p| is_marker(&p)))
+        {
+            continue;
+        }
         let note = format!(
             "copied from v{}, {}{}",
             r.id,
@@ -61,7 +92,7 @@ pub fn from_history(h: &crate::history::History) -> Result<(Vec<Step>, usize), F
                 match (full.redacted, full.content) {
                     (false, Some(content)) => Op::Write(stored(&r.path)?, content),
                     _ => {
-                        skipped += 1;
+                        plan.redacted += 1;
                         continue;
                     }
                 }
@@ -72,19 +103,19 @@ pub fn from_history(h: &crate::history::History) -> Result<(Vec<Step>, usize), F
             },
             ChangeOp::Deleted => Op::Delete(stored(&r.path)?),
         };
-        steps.push(Step {
+        plan.steps.push(Step {
             op,
             source: format!("v{}", r.id),
             note,
         });
     }
-    Ok((steps, skipped))
+    Ok(plan)
 }
 
 /// The steps of a managed store's versions, oldest first: a version
 /// whose path changed is a rename (then a write if its content did too).
 #[cfg(feature = "managed")]
-pub fn from_managed(id: &str) -> Result<(Vec<Step>, usize), Failure> {
+pub fn from_managed(id: &str) -> Result<Plan, Failure> {
     use claude_memory::store::{VersionOp, VersionQuery};
     use std::collections::HashMap;
 
@@ -93,8 +124,7 @@ pub fn from_managed(id: &str) -> Result<(Vec<Step>, usize), Failure> {
             "cannot open the managed memory store {id}: {e}"
         ))
     })?;
-    let mut steps = Vec::new();
-    let mut skipped = 0;
+    let mut plan = Plan::default();
     // Each memory's path and sha as the replay has left it.
     let mut last: HashMap<String, (MemoryPath, Option<String>)> = HashMap::new();
     for v in store.versions(&VersionQuery::default()).map_err(failed)? {
@@ -112,35 +142,42 @@ pub fn from_managed(id: &str) -> Result<(Vec<Step>, usize), Failure> {
             source: v.id.clone(),
             note: note.clone(),
         };
+        if v.path.as_ref().is_some_and(is_marker) {
+            continue;
+        }
         let before = last.get(&v.memory_id).cloned();
         match (v.op, &v.path, before) {
             (VersionOp::Deleted, _, Some((at, _))) => {
-                steps.push(step(Op::Delete(at)));
+                plan.steps.push(step(Op::Delete(at)));
                 last.remove(&v.memory_id);
             }
             (VersionOp::Deleted, _, None) => {}
-            (_, None, _) => skipped += 1,
+            (_, None, _) => plan.redacted += 1,
             (_, Some(path), before) => {
-                if let Some((old, _)) = &before
-                    && old != path
-                {
-                    steps.push(step(Op::Rename(old.clone(), path.clone())));
+                let moved = before.as_ref().is_some_and(|(old, _)| old != path);
+                if let Some((old, _)) = before.as_ref().filter(|_| moved) {
+                    plan.steps.push(step(Op::Rename(old.clone(), path.clone())));
                 }
                 if before.as_ref().and_then(|(_, sha)| sha.as_ref()) != v.sha256.as_ref() {
                     match store.version(&v.id).map_err(failed)?.content {
-                        Some(text) => steps.push(step(Op::Write(path.clone(), text.into_bytes()))),
-                        None => skipped += 1,
+                        Some(text) => {
+                            plan.steps
+                                .push(step(Op::Write(path.clone(), text.into_bytes())));
+                        }
+                        None => plan.redacted += 1,
                     }
+                } else if !moved {
+                    plan.unchanged += 1;
                 }
                 last.insert(v.memory_id.clone(), (path.clone(), v.sha256.clone()));
             }
         }
     }
-    Ok((steps, skipped))
+    Ok(plan)
 }
 
 #[cfg(not(feature = "managed"))]
-pub fn from_managed(_: &str) -> Result<(Vec<Step>, usize), Failure> {
+pub fn from_managed(_: &str) -> Result<Plan, Failure> {
     Err(Failure::Usage(
         "this claude-memory was built without managed memory stores (reinstall with: cargo install claude-memory-cli --features managed)".into(),
     ))
@@ -148,7 +185,8 @@ pub fn from_managed(_: &str) -> Result<(Vec<Step>, usize), Failure> {
 
 /// Replays `steps` into `dest`, which must be empty: checked first, so a
 /// copy never mixes with what a store already holds.
-pub fn replay(dest: &dyn MemoryStore, steps: &[Step], skipped: usize) -> Outcome {
+pub fn replay(dest: &dyn MemoryStore, plan: &Plan) -> Outcome {
+    let steps = &plan.steps;
     let root = MemoryPath::root();
     if !dest.list(&root).map_err(failed)?.is_empty() {
         return Err(failed(
@@ -192,16 +230,26 @@ pub fn replay(dest: &dyn MemoryStore, steps: &[Step], skipped: usize) -> Outcome
             )));
         }
     }
+    let mut also = Vec::new();
+    if plan.redacted > 0 {
+        also.push(format!(
+            "{} redacted, skipped",
+            count(plan.redacted, "version", "versions")
+        ));
+    }
+    if plan.unchanged > 0 {
+        also.push(format!(
+            "{} that changed nothing",
+            count(plan.unchanged, "version", "versions")
+        ));
+    }
     out(format_args!(
         "copied {}{}",
         count(steps.len(), "change", "changes"),
-        if skipped > 0 {
-            format!(
-                " ({} redacted, skipped)",
-                count(skipped, "version", "versions")
-            )
-        } else {
+        if also.is_empty() {
             String::new()
+        } else {
+            format!(" ({})", also.join("; "))
         }
     ))
 }

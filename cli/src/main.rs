@@ -93,6 +93,11 @@ fn run(cli: Cli) -> Outcome {
     // not; `--history` starts one.
     let tenant = store::tenant(cli.tenant.as_deref())?;
     let tenant = tenant.as_ref();
+    if cli.history && matches!(spec, StoreSpec::Managed(_)) {
+        return Err(Failure::Usage(
+            "--history does not apply to a managed memory store: the service keeps a version of every change itself (see `history`)".into(),
+        ));
+    }
     let with_history = cli.history || history::exists(&spec, tenant);
     let ring = crypt::ring(&cli.key_file, cli.passphrase_file.as_deref(), tenant)?;
     let open = |access: Access| -> Result<Tool, Failure> {
@@ -245,7 +250,7 @@ fn run(cli: Cli) -> Outcome {
             ..
         } => {
             let dest_spec = StoreSpec::parse(&to)?;
-            let (steps, skipped) = match &spec {
+            let plan = match &spec {
                 StoreSpec::Managed(id) => history_copy::from_managed(id)?,
                 _ => history_copy::from_history(&open_history(Access::Read)?)?,
             };
@@ -261,18 +266,25 @@ fn run(cli: Cli) -> Outcome {
                     None,
                 )?),
             };
-            history_copy::replay(&*dest, &steps, skipped)
+            history_copy::replay(&*dest, &plan)
         }
         Command::History {
             action: Some(_), ..
-        } if matches!(spec, StoreSpec::Managed(_)) => {
-            Err(managed_history::unsupported("history prune"))
-        }
+        } if matches!(spec, StoreSpec::Managed(_)) => Err(managed_history::unsupported(
+            "history prune",
+            "the service keeps every version for its own retention period",
+        )),
         Command::Restore { .. } if matches!(spec, StoreSpec::Managed(_)) => {
-            Err(managed_history::unsupported("restore --at"))
+            Err(managed_history::unsupported(
+                "restore --at",
+                "revert one memory at a time to a version (`history PATH`, then `revert memver_…`)",
+            ))
         }
         Command::Redact { .. } if matches!(spec, StoreSpec::Managed(_)) => {
-            Err(managed_history::unsupported("redact --text"))
+            Err(managed_history::unsupported(
+                "redact --text",
+                "the service redacts whole versions only (`redact memver_…`)",
+            ))
         }
         Command::History {
             action:

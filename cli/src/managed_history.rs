@@ -8,6 +8,7 @@ use crate::args::VersionId;
 use crate::output::{Failure, Outcome};
 
 /// What `history` was asked for.
+#[cfg_attr(not(feature = "managed"), allow(dead_code))]
 pub struct Listing<'a> {
     pub path: Option<&'a str>,
     pub prefix: Option<&'a str>,
@@ -17,6 +18,7 @@ pub struct Listing<'a> {
 }
 
 /// A history command on a managed store.
+#[cfg_attr(not(feature = "managed"), allow(dead_code))]
 pub enum Action<'a> {
     List(Listing<'a>),
     Show(String),
@@ -35,10 +37,10 @@ pub fn id(v: VersionId) -> Result<String, Failure> {
     }
 }
 
-/// What the service cannot do, said plainly.
-pub fn unsupported(what: &str) -> Failure {
+/// What the service cannot do, said plainly, with what to do instead.
+pub fn unsupported(what: &str, instead: &str) -> Failure {
     Failure::Usage(format!(
-        "{what} does not work on a managed memory store: the service keeps its own versions, for its retention period, and redacts whole versions only"
+        "{what} does not work on a managed memory store: {instead}"
     ))
 }
 
@@ -148,11 +150,24 @@ pub fn run(store_id: &str, action: Action<'_>) -> Outcome {
             }
         }
         Action::Diff(a, b) => {
+            // A redacted version's content is unknown, not empty.
+            let redacted = |v: &ManagedVersion| {
+                if v.redacted {
+                    Err(failed(format_args!(
+                        "{} was redacted: its content is gone",
+                        v.id
+                    )))
+                } else {
+                    Ok(())
+                }
+            };
             let old = store.version(&a).map_err(why)?;
+            redacted(&old)?;
             let label = |v: &ManagedVersion| format!("{}@{}", shown(&v.path), v.id);
             let (new, new_label) = match b {
                 Some(b) => {
                     let v = store.version(&b).map_err(why)?;
+                    redacted(&v)?;
                     (v.content.clone().unwrap_or_default(), label(&v))
                 }
                 None => match store.memory_now(&old.memory_id).map_err(why)? {

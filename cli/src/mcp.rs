@@ -41,7 +41,7 @@ pub struct McpArgs {
     /// Sessions open at once [default: 256]
     #[arg(long, value_name = "N")]
     pub max_sessions: Option<NonZeroUsize>,
-    /// HTTP requests in flight at once [default: 64]
+    /// HTTP requests in flight at once [default: 256]
     #[arg(long, value_name = "N")]
     pub max_in_flight: Option<NonZeroUsize>,
     /// Check every write for secrets: reject or redact [default: off]

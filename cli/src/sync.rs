@@ -16,8 +16,8 @@ pub struct SyncArgs {
     /// The memory store: managed:MEMSTORE_ID
     #[arg(value_name = "managed:MEMSTORE_ID")]
     pub target: String,
-    /// One pass, then exit (status 1 if a path failed or nothing could be
-    /// synced)
+    /// One pass, then exit (status 1 if a path failed, or the store could
+    /// not be synced at all)
     #[arg(long)]
     pub once: bool,
     /// Time between passes: 15s, 1m, … (at least 5s) [default: 15s]
@@ -49,7 +49,8 @@ pub enum Deletes {
 
 /// `--interval`: a duration of at least 5 s, as the SDKs require.
 fn parse_interval(text: &str) -> Result<Duration, String> {
-    let d = crate::args::parse_age(text)?;
+    let d = humantime::parse_duration(text.trim())
+        .map_err(|_| format!("`{text}` is not a duration: write 15s, 1m, 2m30s (at least 5s)"))?;
     if d < Duration::from_secs(5) {
         return Err(format!(
             "`{text}` is too short: a pass lists the whole memory store, so passes are at least 5s apart"
@@ -89,6 +90,10 @@ pub fn state_path(
     id: &str,
 ) -> Result<PathBuf, Failure> {
     match (&args.state, local) {
+        (Some(path), _) if path.is_dir() => Err(Failure::Usage(format!(
+            "--state {} is a directory: give the state file's path (it is created)",
+            path.display()
+        ))),
         (Some(path), _) => Ok(path.clone()),
         (None, StoreSpec::Dir(dir)) if !tenant => {
             Ok(dir.join(format!(".claude-memory-sync-{id}.json")))
@@ -125,6 +130,21 @@ pub fn run(local: &dyn MemoryStore, id: &str, state_file: &Path, args: &SyncArgs
     let interval = args
         .interval
         .unwrap_or(claude_memory::store::managed_sync::DEFAULT_INTERVAL);
+    if !args.once {
+        err(format_args!(
+            "claude-memory: syncing with {id} every {} (Ctrl-C stops; a change prints a line)",
+            humantime::format_duration(interval)
+        ));
+    }
+    // In a loop, each line says when.
+    let stamp = |line: &dyn std::fmt::Display| -> Outcome {
+        if args.once {
+            out(line)
+        } else {
+            let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+            out(format_args!("{now} {line}"))
+        }
+    };
     loop {
         let mut trouble = false;
         match remote.sync(local, &mut state, &options) {
@@ -149,11 +169,17 @@ pub fn run(local: &dyn MemoryStore, id: &str, state_file: &Path, args: &SyncArgs
                         event,
                         claude_memory::store::managed_sync::SyncEvent::Failed(..)
                     );
-                    out(event)?;
+                    stamp(event)?;
                 }
                 write_state(state_file, &state)?;
                 if args.once && !trouble && report.events.is_empty() {
-                    out(format_args!("in step with {id}"))?;
+                    match state.refused() {
+                        0 => out(format_args!("in step with {id}"))?,
+                        n => out(format_args!(
+                            "in step with {id}, but for {} the service refused (unchanged since)",
+                            crate::output::count(n, "file", "files")
+                        ))?,
+                    }
                 }
             }
             Err(e) => {

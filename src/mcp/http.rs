@@ -29,10 +29,11 @@ use crate::mcp::sessions::Sessions;
 /// file whose every character JSON-escapes to six) that must arrive
 /// within 60 s, request headers within 10 s (also the longest a
 /// connection may sit idle between requests), 1,024 connections (file
-/// descriptors stay for the store), 64
-/// sessions idle for at most 5 minutes, 64 requests in flight (each
-/// token getting its share of sessions and requests), 30 s for calls in
-/// flight to finish on shutdown.
+/// descriptors stay for the store), 256 sessions idle for at most 5
+/// minutes, 256 requests in flight (each token getting its share of
+/// sessions and requests), 30 s for calls in flight to finish on
+/// shutdown. Together they hold 100 clients on one machine, sharing a
+/// token or with one each (`cargo bench --bench clients`).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct HttpOptions {
@@ -54,6 +55,11 @@ pub struct HttpOptions {
     /// session costs about 50 KiB.
     pub max_sessions: usize,
     /// Requests in flight at once, streamed responses included (more: 503).
+    /// The default, 256, lets 100 clients sharing one token each have a
+    /// call and a notification in flight. A request holds its body while
+    /// it runs: a tool call is a few KiB, so 256 cost a few MiB, and at
+    /// most `max_in_flight × max_body_bytes` (2 GiB) if every one sends
+    /// the largest body allowed at once: lower either on a small machine.
     pub max_in_flight: usize,
     /// A session unused this long is closed.
     pub session_idle: Duration,
@@ -80,7 +86,7 @@ impl Default for HttpOptions {
             allowed_hosts: Vec::new(),
             max_body_bytes: 8 * 1024 * 1024,
             max_sessions: 256,
-            max_in_flight: 64,
+            max_in_flight: 256,
             session_idle: Duration::from_secs(300),
             max_connections: 1024,
             header_timeout: Duration::from_secs(10),

@@ -180,7 +180,10 @@ fn a_local_delete_waits_for_corroboration_then_goes_with_its_precondition() {
     );
     local.delete(&path("/memories/seed.md")).expect("delete");
     let patient = SyncOptions::default();
-    assert_eq!(pass_with(&remote, &local, &mut state, &patient), []);
+    assert_eq!(
+        pass_with(&remote, &local, &mut state, &patient),
+        [SyncEvent::DeletePending(at("seed.md"))]
+    );
     assert!(remote_text(&id, "/seed.md").is_some(), "not before 30 s");
     assert_eq!(
         pass(&remote, &local, &mut state),
@@ -317,7 +320,11 @@ fn a_read_only_sync_only_pulls() {
     put(&id, "/theirs.md", "theirs\n");
     assert_eq!(
         pass_with(&remote, &local, &mut state, &ro),
-        [SyncEvent::Pulled(at("theirs.md"))]
+        [
+            SyncEvent::NotPushed(at("mine.md")),
+            SyncEvent::NotPushed(at("seed.md")),
+            SyncEvent::Pulled(at("theirs.md")),
+        ]
     );
     assert_eq!(remote_text(&id, "/seed.md").as_deref(), Some("seed\n"));
     assert!(remote_text(&id, "/mine.md").is_none());
@@ -374,9 +381,10 @@ fn what_the_service_refuses_is_reported_once_and_tried_when_it_changes() {
     write(&local, "/memories/big.md", &"x".repeat(102_401));
     assert_eq!(
         pass(&remote, &local, &mut state),
-        [SyncEvent::Refused(at("big.md"))]
+        [SyncEvent::Refused(at("big.md"), "over 102,400 bytes")]
     );
     assert_eq!(pass(&remote, &local, &mut state), [], "once");
+    assert_eq!(state.refused(), 1, "and counted");
     write(&local, "/memories/big.md", "small now\n");
     assert_eq!(
         pass(&remote, &local, &mut state),

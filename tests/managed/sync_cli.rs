@@ -77,7 +77,22 @@ fn cli_sync_refuses_a_second_sync_on_one_state_and_bad_arguments() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("another sync"));
     drop(lock);
+    let state = dir.path().join(format!(".claude-memory-sync-{id}.json"));
+    std::fs::write(&state, r#"{"version": 99}"#).expect("plant");
+    let out = cli(dir.path(), &["sync", &target, "--once"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "an unknown state is not a fresh one"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a sync state file"));
+    let state_dir = dir.path().to_str().expect("utf-8");
     for (args, says) in [
+        (
+            vec!["sync", &target, "--state", state_dir],
+            "is a directory",
+        ),
+        (vec!["sync", &target, "--interval", "5"], "not a duration"),
         (vec!["sync", &target, "--interval", "2s"], "at least 5s"),
         (vec!["sync", id.as_str(), "--once"], "managed:MEMSTORE_ID"),
         (vec!["sync", &target, "--deletes", "sometimes"], "log-only"),

@@ -205,6 +205,11 @@ fn cli_history_show_diff_revert_redact_on_the_services_versions() {
         shown.contains("[redacted]") && !shown.contains("one\n"),
         "{shown}"
     );
+    let (code, _, err) = cli(&id, &["diff", first]);
+    assert_eq!(code, 1, "a redacted version is not an empty one: {err}");
+    assert!(err.contains("was redacted"), "{err}");
+    let (code, _, err) = cli(&id, &["--history", "history"]);
+    assert_eq!(code, 2, "{err}");
 
     for (args, says) in [
         (vec!["show", "v3"], "memver_"),
@@ -240,6 +245,12 @@ fn history_copy_moves_versions_one_for_one_both_ways() {
         .write(&path("/memories/c.md"), b"c\n", WriteMode::Create)
         .expect("create");
     store.delete(&path("/memories/c.md")).expect("delete");
+    // A sync's marker is the sync's own: never copied.
+    managed_support::put(
+        &id,
+        "/.anthropic-memory-store",
+        "version 1\nmemstore_elsewhere",
+    );
     let dir = tempfile::tempdir().expect("tempdir");
     let local = dir.path().join("copy");
     let local = local.to_str().expect("utf-8");
@@ -268,6 +279,11 @@ fn history_copy_moves_versions_one_for_one_both_ways() {
         "{listing}"
     );
     assert!(listing.contains("copied from memver_"), "{listing}");
+    assert!(
+        !std::path::Path::new(local)
+            .join(".anthropic-memory-store")
+            .exists()
+    );
     let Some((back, back_id)) = fresh() else {
         return;
     };

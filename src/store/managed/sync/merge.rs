@@ -147,7 +147,11 @@ impl<'a> Pass<'a> {
                     self.events.push(SyncEvent::Recreated(shown(rel)));
                 }
             }
-            if read_only || self.state.refused.get(rel).map(String::as_str) == Some(file) {
+            if read_only {
+                self.events.push(SyncEvent::NotPushed(shown(rel)));
+                return None;
+            }
+            if self.state.refused.get(rel).map(String::as_str) == Some(file) {
                 return None;
             }
             return self.upload(rel, file, None);
@@ -162,6 +166,8 @@ impl<'a> Pass<'a> {
                 self.events.push(SyncEvent::Restored(shown(rel)));
                 self.state.missing_since.remove(rel);
                 self.pulls.push((rel.to_owned(), memory.clone(), None));
+            } else if read_only {
+                self.events.push(SyncEvent::NotPushed(shown(rel)));
             }
             return base.map(str::to_owned);
         }
@@ -183,6 +189,9 @@ impl<'a> Pass<'a> {
                 .push((rel.to_owned(), memory.clone(), file.map(str::to_owned)));
             return base.map(str::to_owned);
         }
+        if edited_here && read_only {
+            self.events.push(SyncEvent::NotPushed(shown(rel)));
+        }
         if edited_here && !read_only {
             let file = file.unwrap_or_default();
             if self.state.refused.get(rel).map(String::as_str) == Some(file) {
@@ -200,14 +209,19 @@ impl<'a> Pass<'a> {
     /// The new baseline sha, or `None` to keep the old one and try again.
     fn upload(&mut self, rel: &str, scanned: &str, existing: Option<&Memory>) -> Option<String> {
         let path = local::path_of(rel)?;
+        if path.components().len() > MAX_SEGMENTS {
+            return self.refused(rel, scanned, "over 20 path segments");
+        }
         let text = match self.local.read(&path, MAX_BYTES as u64) {
-            Ok(f) if path.components().len() <= MAX_SEGMENTS => String::from_utf8(f.data).ok(),
-            Ok(_) | Err(StoreError::TooLarge { .. }) => None,
+            Ok(f) => String::from_utf8(f.data),
+            Err(StoreError::TooLarge { .. }) => {
+                return self.refused(rel, scanned, "over 102,400 bytes");
+            }
             Err(StoreError::NotFound { .. }) => return None,
             Err(e) => return self.failed(rel, &e.to_string()),
         };
-        let Some(text) = text else {
-            return self.refused(rel, scanned);
+        let Ok(text) = text else {
+            return self.refused(rel, scanned, "not UTF-8 text");
         };
         let sha = local::sha256_hex(text.as_bytes());
         self.state.sent.insert(rel.to_owned(), sha);
@@ -232,7 +246,11 @@ impl<'a> Pass<'a> {
             // The memory moved under the precondition (or the path was
             // taken): the next pass sees the winner and applies the rules.
             Err(Fail::Conflict) => None,
-            Err(Fail::Refused) => self.refused(rel, scanned),
+            Err(Fail::Refused) => self.refused(
+                rel,
+                scanned,
+                "the service refused it (the store may be full)",
+            ),
             Err(Fail::Unknown(cause)) => {
                 self.failed(rel, &format!("no answer to the upload ({cause})"))
             }
@@ -243,7 +261,7 @@ impl<'a> Pass<'a> {
         }
     }
 
-    fn refused(&mut self, rel: &str, sha: &str) -> Option<String> {
+    fn refused(&mut self, rel: &str, sha: &str, why: &'static str) -> Option<String> {
         self.state.sent.remove(rel);
         if self
             .state
@@ -252,7 +270,7 @@ impl<'a> Pass<'a> {
             .as_deref()
             != Some(sha)
         {
-            self.events.push(SyncEvent::Refused(shown(rel)));
+            self.events.push(SyncEvent::Refused(shown(rel), why));
         }
         None
     }
@@ -279,6 +297,7 @@ impl<'a> Pass<'a> {
             .entry(rel.to_owned())
             .or_insert(now);
         if u128::from(now.saturating_sub(since)) < self.options.corroborate.as_millis() {
+            self.events.push(SyncEvent::DeletePending(shown(rel)));
             return keep;
         }
         let still_gone = local::path_of(rel).is_some_and(|path| {

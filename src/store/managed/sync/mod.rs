@@ -75,6 +75,7 @@ impl Default for SyncOptions {
 /// memory store; a lost state is safe (the next pass is a first one,
 /// which deletes nothing).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SyncState {
     /// The memory store this state belongs to (empty before the first pass).
     #[serde(default)]
@@ -97,6 +98,12 @@ impl SyncState {
     /// The state of a sync that has not run yet.
     pub fn new() -> Self {
         SyncState::default()
+    }
+
+    /// Files the service refused, unchanged since: not in step, though
+    /// no pass reports them again.
+    pub fn refused(&self) -> usize {
+        self.refused.len()
     }
 }
 
@@ -145,9 +152,15 @@ pub enum SyncEvent {
     /// Deleted on the service but edited locally, with a read-only sync:
     /// the file stays, unsynced.
     KeptUnsynced(String),
-    /// The service refused the file (size, segments, not UTF-8 text, its
-    /// cap): reported once, tried again when the file changes.
-    Refused(String),
+    /// The service refused the file, or would (size, segments, not UTF-8
+    /// text, its cap), and why: reported once, tried again when the file
+    /// changes.
+    Refused(String, &'static str),
+    /// Deleted here: its memory is deleted once the file has been missing
+    /// for [`SyncOptions::corroborate`] (a later pass sends it).
+    DeletePending(String),
+    /// [`SyncOptions::read_only`]: changed or deleted here, not sent.
+    NotPushed(String),
     /// Both sides hold this path with different content and no pass ever
     /// saw them agree: neither is touched. Make them equal, or delete one.
     Differs(String),
@@ -174,7 +187,7 @@ impl fmt::Display for SyncEvent {
             }
             SyncEvent::ServiceWon(p) => write!(
                 f,
-                "conflict: {p} changed on both sides; the service's version is kept"
+                "conflict: {p} changed on both sides; the service's version replaces the local edit (a --history store keeps it)"
             ),
             SyncEvent::Restored(p) => write!(
                 f,
@@ -188,10 +201,15 @@ impl fmt::Display for SyncEvent {
                 f,
                 "{p} was deleted on the service but edited here: kept, unsynced (read-only)"
             ),
-            SyncEvent::Refused(p) => write!(
+            SyncEvent::Refused(p, why) => write!(
                 f,
-                "{p} does not fit a managed memory (over 102,400 bytes, over 20 segments, not UTF-8 text, or the store is full): not synced until it changes"
+                "{p} does not fit a managed memory ({why}): not synced until it changes"
             ),
+            SyncEvent::DeletePending(p) => write!(
+                f,
+                "{p} was deleted here: its memory is deleted once the file has stayed missing (a later pass)"
+            ),
+            SyncEvent::NotPushed(p) => write!(f, "read-only: {p} changed here, not sent"),
             SyncEvent::Differs(p) => write!(
                 f,
                 "conflict: {p} differs on the two sides, with no earlier sync to tell which is newer; left alone (make them equal or delete one)"
@@ -203,19 +221,39 @@ impl fmt::Display for SyncEvent {
             }
             SyncEvent::DeletesSuppressed(n) => write!(
                 f,
-                "deletes disabled: {n} locally deleted memories stay on the service"
+                "deletes disabled: {n} locally deleted {} on the service",
+                if *n == 1 {
+                    "memory stays"
+                } else {
+                    "memories stay"
+                }
             ),
         }
     }
 }
 
-/// What one pass did.
+/// What one pass did. Displayed, one line per event.
 #[derive(Debug, Clone)]
 pub struct SyncReport {
     /// How the pass went as a whole.
     pub outcome: SyncOutcome,
     /// Each path it changed or declined to change, in path order.
     pub events: Vec<SyncEvent>,
+}
+
+impl fmt::Display for SyncReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.outcome {
+            SyncOutcome::Joined => writeln!(f, "first sync: both sides merged, nothing deleted")?,
+            SyncOutcome::Recovered(why) => writeln!(f, "{why}: rebuilt from the service")?,
+            SyncOutcome::Untrusted(why) => writeln!(f, "{why}: nothing synced")?,
+            SyncOutcome::Synced => {}
+        }
+        for event in &self.events {
+            writeln!(f, "{event}")?;
+        }
+        Ok(())
+    }
 }
 
 /// The display form of a sync name.
