@@ -171,8 +171,7 @@ fn run(cli: Cli) -> Outcome {
         Command::Sync(args) => {
             let id = sync::target(&args, &spec)?;
             let state = sync::state_path(&args, &spec, tenant.is_some(), &id)?;
-            let tool = open(Access::Create)?;
-            sync::run(tool.store(), &id, &state, &args)
+            sync::run(&|| open(Access::Create), &id, &state, &args)
         }
         Command::View { path, range } => view::view(&open(Access::Read)?, &path, range),
         Command::Export { output, .. } => {

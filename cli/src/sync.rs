@@ -5,8 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use claude_memory::MemoryStore;
-
 use crate::output::{Failure, Outcome};
 use crate::store::StoreSpec;
 
@@ -94,6 +92,12 @@ pub fn state_path(
             "--state {} is a directory: give the state file's path (it is created)",
             path.display()
         ))),
+        (Some(path), StoreSpec::Dir(dir)) if inside(dir, path) && !reserved(path) => {
+            Err(Failure::Usage(format!(
+                "--state {} is inside the store, where sync would send it as a memory: put it elsewhere, or name it .claude-memory-sync….json",
+                path.display()
+            )))
+        }
         (Some(path), _) => Ok(path.clone()),
         (None, StoreSpec::Dir(dir)) if !tenant => {
             Ok(dir.join(format!(".claude-memory-sync-{id}.json")))
@@ -104,10 +108,36 @@ pub fn state_path(
     }
 }
 
-/// Runs the passes.
+/// Whether `file` would be inside directory `dir` (both as they resolve).
+fn inside(dir: &Path, file: &Path) -> bool {
+    let parent = match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match (dir.canonicalize(), parent.canonicalize()) {
+        (Ok(dir), Ok(parent)) => parent.starts_with(dir),
+        _ => false,
+    }
+}
+
+/// A name the stores keep for themselves (never listed, never synced).
+fn reserved(file: &Path) -> bool {
+    file.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(claude_memory::path::is_reserved)
+}
+
+/// Runs the passes. `open` opens the local store, again after a pass
+/// that failed (a directory replaced under a running sync is found anew).
 #[cfg(feature = "managed")]
-pub fn run(local: &dyn MemoryStore, id: &str, state_file: &Path, args: &SyncArgs) -> Outcome {
-    use claude_memory::store::managed_sync::{DeleteMode, SyncOptions, SyncOutcome};
+pub fn run(
+    open: &dyn Fn() -> Result<crate::Tool, Failure>,
+    id: &str,
+    state_file: &Path,
+    args: &SyncArgs,
+) -> Outcome {
+    use claude_memory::history::escape;
+    use claude_memory::store::managed_sync::{DeleteMode, SyncEvent, SyncOptions, SyncOutcome};
 
     use crate::output::{err, failed, out};
 
@@ -136,8 +166,10 @@ pub fn run(local: &dyn MemoryStore, id: &str, state_file: &Path, args: &SyncArgs
             humantime::format_duration(interval)
         ));
     }
-    // In a loop, each line says when.
-    let stamp = |line: &dyn std::fmt::Display| -> Outcome {
+    // Each line escaped (paths come from the store and the service); in a
+    // loop, each says when.
+    let say = |line: &dyn std::fmt::Display| -> Outcome {
+        let line = escape(&line.to_string());
         if args.once {
             out(line)
         } else {
@@ -145,47 +177,68 @@ pub fn run(local: &dyn MemoryStore, id: &str, state_file: &Path, args: &SyncArgs
             out(format_args!("{now} {line}"))
         }
     };
+    let mut local = open()?;
+    // A state the disk does not hold yet: no pass runs until it does.
+    let mut unsaved = false;
     loop {
         let mut trouble = false;
-        match remote.sync(local, &mut state, &options) {
-            Ok(report) => {
-                match report.outcome {
-                    SyncOutcome::Joined => out(format_args!(
-                        "first sync with {id}: marker written, both sides merged (nothing deleted)"
-                    ))?,
-                    SyncOutcome::Recovered(why) => {
-                        out(format_args!("{why}: rebuilt from {id}, nothing sent"))?
-                    }
-                    SyncOutcome::Untrusted(why) => {
-                        err(format_args!(
-                            "claude-memory: {why}: not syncing (the files here may not be this memory store's; move them away, or restore the marker)"
-                        ));
-                        trouble = true;
-                    }
-                    _ => {}
-                }
-                for event in &report.events {
-                    trouble |= matches!(
-                        event,
-                        claude_memory::store::managed_sync::SyncEvent::Failed(..)
-                    );
-                    stamp(event)?;
-                }
-                write_state(state_file, &state)?;
-                if args.once && !trouble && report.events.is_empty() {
-                    match state.refused() {
-                        0 => out(format_args!("in step with {id}"))?,
-                        n => out(format_args!(
-                            "in step with {id}, but for {} the service refused (unchanged since)",
-                            crate::output::count(n, "file", "files")
+        let mut again = false;
+        if unsaved {
+            unsaved = save(state_file, &state).is_err();
+        }
+        if unsaved {
+            trouble = true;
+        } else {
+            match remote.sync(local.store(), &mut state, &options) {
+                Ok(report) => {
+                    // The state first: printing can fail, and a pass whose
+                    // state is lost misleads the next one.
+                    unsaved = save(state_file, &state).is_err();
+                    trouble |= unsaved;
+                    match report.outcome {
+                        SyncOutcome::Joined => say(&format_args!(
+                            "first sync with {id}: marker written, both sides merged (nothing deleted)"
                         ))?,
+                        SyncOutcome::Recovered(why) => {
+                            say(&format_args!("{why}: rebuilding from {id}, nothing sent"))?;
+                            again = !unsaved;
+                        }
+                        SyncOutcome::Untrusted(why) => {
+                            err(format_args!(
+                                "claude-memory: {why}: not syncing (the files here may not be this memory store's; move them away, or restore the marker)"
+                            ));
+                            trouble = true;
+                        }
+                        _ => {}
+                    }
+                    for event in &report.events {
+                        trouble |= matches!(event, SyncEvent::Failed(..));
+                        say(event)?;
+                    }
+                    if args.once && !trouble && !again && report.events.is_empty() {
+                        match state.refused() {
+                            0 => out(format_args!("in step with {id}"))?,
+                            n => out(format_args!(
+                                "in step with {id}, but for {} the service refused (unchanged since)",
+                                crate::output::count(n, "file", "files")
+                            ))?,
+                        }
+                    }
+                }
+                Err(e) => {
+                    err(format_args!(
+                        "claude-memory: sync failed: {}",
+                        escape(&e.to_string())
+                    ));
+                    trouble = true;
+                    if let Ok(reopened) = open() {
+                        local = reopened;
                     }
                 }
             }
-            Err(e) => {
-                err(format_args!("claude-memory: sync failed: {e}"));
-                trouble = true;
-            }
+        }
+        if again {
+            continue;
         }
         if args.once {
             return if trouble {
@@ -198,8 +251,25 @@ pub fn run(local: &dyn MemoryStore, id: &str, state_file: &Path, args: &SyncArgs
     }
 }
 
+/// Saves the state, saying so if it cannot.
+#[cfg(feature = "managed")]
+fn save(path: &Path, state: &claude_memory::store::managed_sync::SyncState) -> Outcome {
+    write_state(path, state).inspect_err(|f| {
+        if let Failure::Failed(why) = f {
+            crate::output::err(format_args!(
+                "claude-memory: {why}; no pass runs until it is saved"
+            ));
+        }
+    })
+}
+
 #[cfg(not(feature = "managed"))]
-pub fn run(_: &dyn MemoryStore, _: &str, _: &Path, _: &SyncArgs) -> Outcome {
+pub fn run(
+    _: &dyn Fn() -> Result<crate::Tool, Failure>,
+    _: &str,
+    _: &Path,
+    _: &SyncArgs,
+) -> Outcome {
     Err(Failure::Usage(
         "this claude-memory was built without managed memory stores (reinstall with: cargo install claude-memory-cli --features managed)".into(),
     ))

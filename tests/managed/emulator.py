@@ -15,6 +15,9 @@ marked "GUESS" below. Test controls (not part of the real API, no auth):
                                    "retry_after"?, "should_retry"?, "method"?,
                                    "skip"? (let n pass first), "after"? (apply, then fail)}
     POST /_emulator/race          {"memory_store_id", "count"}
+    POST /_emulator/patch         {"memory_store_id", "count", "method"?, "fields"}: the next
+                                  `count` answers have `fields` merged in (into each listed
+                                  item too): a faulty service's answers
     GET  /_emulator/requests?memory_store_id=…   POST /_emulator/reset_counts
     GET  /_emulator/health
 """
@@ -226,6 +229,7 @@ class State:
         self.max_memories = max_memories
         self.stores = {}  # id -> store dict (with its memories and versions)
         self.faults = []  # pending injected failures
+        self.patches = []  # pending answer patches
         self.races = {}  # store id -> how many precondition writes still get a racing writer
         self.counts = {}  # store id -> {"count": n, "by_route": {route: n}}
         self.last_time = datetime.now(timezone.utc)
@@ -653,9 +657,20 @@ class Handler(BaseHTTPRequestHandler):
         with st.lock:
             lost = self.inject_fault(sid, method) if sid is not None else None
             status, obj = getattr(st, name)(query, body, *args)
+            self.patch_answer(sid, method, obj)
         if lost is not None:  # applied, but the answer is lost on the way
             raise lost
         self.send_json(status, obj, {"request-id": request_id})
+
+    def patch_answer(self, sid, method, obj):
+        """The patch control: merge a pending patch's fields into an answer."""
+        for p in self.state.patches:
+            if p["memory_store_id"] == sid and p["count"] > 0 and p["method"] in (None, method):
+                p["count"] -= 1
+                for item in [obj] + list(obj.get("data") or []) if isinstance(obj, dict) else []:
+                    if isinstance(item, dict):
+                        item.update(p["fields"])
+                return
 
     def inject_fault(self, sid, method):
         """The faults control: the next matching request fails, and nothing
@@ -706,6 +721,13 @@ class Handler(BaseHTTPRequestHandler):
                 st.faults.append({"memory_store_id": sid, "status": status, "count": count,
                                   "retry_after": None if ra is None else str(ra), "should_retry": sr,
                                   "method": body.get("method"), "skip": skip, "after": after})
+                return 200, {"ok": True}
+            if (method, what) == ("POST", "patch"):
+                sid, count, fields = body.get("memory_store_id"), body.get("count", 1), body.get("fields")
+                if not isinstance(sid, str) or not isinstance(count, int) or not isinstance(fields, dict):
+                    raise bad("patch: need memory_store_id, count and fields (an object)")
+                st.patches.append({"memory_store_id": sid, "count": count, "fields": fields,
+                                   "method": body.get("method")})
                 return 200, {"ok": True}
             if (method, what) == ("POST", "race"):
                 sid, count = body.get("memory_store_id"), body.get("count", 1)

@@ -280,6 +280,12 @@ fn every_file_vanishing_at_once_is_a_wipe_rebuilt_not_deleted() {
         matches!(report.outcome, SyncOutcome::Recovered(_)),
         "{report:?}"
     );
+    assert!(
+        text(&local, "/memories/two.md").is_none(),
+        "the state first"
+    );
+    // The caller saves the emptied state; the next pass brings all back.
+    assert_eq!(pass(&remote, &local, &mut state).len(), 3);
     assert_eq!(memories(&id).len(), 3, "nothing deleted on the service");
     assert_eq!(text(&local, "/memories/two.md").as_deref(), Some("2\n"));
 }

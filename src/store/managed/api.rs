@@ -337,13 +337,7 @@ async fn attempts(
             .get("x-should-retry")
             .is_none_or(|v| v.as_bytes() != b"false");
         match status {
-            200..=299 => {
-                return response
-                    .bytes()
-                    .await
-                    .map(|b| b.to_vec())
-                    .map_err(|e| transport(&e, write, retry.timeout));
-            }
+            200..=299 => return body(response, write, retry.timeout).await,
             409 => return Err(Fail::Conflict),
             404 => return Err(Fail::NotFound),
             400 | 413 | 422 => return Err(Fail::Refused),
@@ -357,6 +351,32 @@ async fn attempts(
             429 => return Err(Fail::Unreachable(RemoteCause::Throttled)),
             500..=599 if !repeat => return Err(Fail::Unknown(RemoteCause::Unavailable)),
             _ => return Err(Fail::Unreachable(RemoteCause::Unavailable)),
+        }
+    }
+}
+
+/// The most bytes one answer may hold: a page of 100 listed memories, or
+/// a memory of 102,400 bytes JSON-escaped, is far smaller. A service
+/// sending more is faulty, and is not read into memory.
+const MAX_ANSWER: usize = 16 << 20;
+
+/// A 2xx answer's body, read up to [`MAX_ANSWER`].
+async fn body(
+    mut response: reqwest::Response,
+    write: bool,
+    timeout: Duration,
+) -> Result<Vec<u8>, Fail> {
+    let mut out = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) if out.len() + chunk.len() <= MAX_ANSWER => {
+                out.extend_from_slice(&chunk)
+            }
+            // A write answered 2xx happened, whatever its answer held.
+            Ok(Some(_)) if write => return Err(Fail::Unknown(RemoteCause::Unavailable)),
+            Ok(Some(_)) => return Err(Fail::Unreachable(RemoteCause::Unavailable)),
+            Ok(None) => return Ok(out),
+            Err(e) => return Err(transport(&e, write, timeout)),
         }
     }
 }

@@ -20,6 +20,12 @@ use crate::store::{
 /// writer left, and is read whole to check it is still what the scan saw.
 const REPLACE_LIMIT: u64 = 8 << 20;
 
+/// The stand-in sha of a file the store would not read.
+pub(super) const UNREADABLE: &str = "unreadable";
+
+/// The most bytes a memory holds: a larger file is not hashed.
+const MAX_MEMORY: u64 = 102_400;
+
 /// What the marker file at the store's root says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Marker {
@@ -36,6 +42,8 @@ pub(super) enum Marker {
 pub(super) struct Scan {
     pub files: BTreeMap<String, String>,
     pub marker: Marker,
+    /// Files the store would not read, and why: present, never synced.
+    pub unreadable: Vec<(String, String)>,
     /// Files no memory path can spell (made outside the crate), skipped.
     pub unspellable: Vec<String>,
 }
@@ -61,10 +69,15 @@ pub(super) fn path_of(rel: &str) -> Option<MemoryPath> {
 
 pub(super) use crate::store::sha256_hex;
 
-/// Reads the whole store. A file or directory that cannot be read fails
-/// the scan: read as absent, it would look like a deletion.
+/// Reads the whole store. A directory that cannot be listed fails the
+/// scan: read as absent, its files would look deleted. A file over a
+/// memory's size, or one the store will not read (a hard link, say), is
+/// present with a stand-in sha no content has (its size and time, or its
+/// error), so it is never read whole every pass, never taken for deleted,
+/// and never written over.
 pub(super) fn scan(store: &dyn MemoryStore, store_id: &str) -> StoreResult<Scan> {
     let mut files = BTreeMap::new();
+    let mut unreadable = Vec::new();
     let mut unspellable = Vec::new();
     let mut marker = Marker::Missing;
     let marker_at = marker_path();
@@ -80,15 +93,31 @@ pub(super) fn scan(store: &dyn MemoryStore, store_id: &str) -> StoreResult<Scan>
             marker = read_marker(store, &path, store_id)?;
             return Ok(Flow::Continue);
         }
-        // Removed since its directory was listed: it is absent.
-        if let Some(sha) = hash(store, &path)? {
-            files.insert(rel(&path), sha);
+        if entry.len > MAX_MEMORY {
+            let when = entry
+                .modified
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            files.insert(rel(&path), format!("oversize:{}:{when}", entry.len));
+            return Ok(Flow::Continue);
+        }
+        match hash(store, &path) {
+            Ok(Some(sha)) => {
+                files.insert(rel(&path), sha);
+            }
+            // Removed since its directory was listed: it is absent.
+            Ok(None) => {}
+            Err(e) => {
+                files.insert(rel(&path), UNREADABLE.into());
+                unreadable.push((rel(&path), e.to_string()));
+            }
         }
         Ok(Flow::Continue)
     })?;
     Ok(Scan {
         files,
         marker,
+        unreadable,
         unspellable,
     })
 }

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::local::{self, Checked};
+use super::local::{self, Checked, UNREADABLE};
 use super::{DeleteMode, SyncEvent, SyncOptions, SyncState, shown};
 use crate::store::managed::ManagedStore;
 use crate::store::managed::api::{Fail, Memory};
@@ -93,7 +93,14 @@ impl<'a> Pass<'a> {
                 (None, Some(m), Some(b)) if m.content_sha256 == *b && !self.options.read_only => {
                     self.delete(rel, m, b)
                 }
-                _ => self.path(rel, file, memory, base.as_deref()),
+                // A file the store would not read: nothing is known of it.
+                (Some(UNREADABLE), _, _) => base.clone(),
+                _ => {
+                    // Any other case ends an absence: a later one starts
+                    // its own wait.
+                    self.state.missing_since.remove(rel);
+                    self.path(rel, file, memory, base.as_deref())
+                }
             };
             if let Some(sha) = sha {
                 baseline.insert(rel.clone(), sha);
@@ -120,9 +127,6 @@ impl<'a> Pass<'a> {
         base: Option<&str>,
     ) -> Option<String> {
         let read_only = self.options.read_only;
-        if file.is_some() {
-            self.state.missing_since.remove(rel);
-        }
         let Some(memory) = memory else {
             let mut file = file?;
             let fresh;
@@ -164,7 +168,6 @@ impl<'a> Pass<'a> {
             // service's version comes back.
             if changed_there {
                 self.events.push(SyncEvent::Restored(shown(rel)));
-                self.state.missing_since.remove(rel);
                 self.pulls.push((rel.to_owned(), memory.clone(), None));
             } else if read_only {
                 self.events.push(SyncEvent::NotPushed(shown(rel)));
@@ -361,6 +364,10 @@ impl<'a> Pass<'a> {
             let Some(path) = local::path_of(&rel) else {
                 continue;
             };
+            if listed.content_size_bytes > MAX_BYTES as u64 {
+                self.failed(&rel, "larger than a memory can be: not pulled");
+                continue;
+            }
             let memory = match self.store.api.retrieve(&listed.id) {
                 Ok(m) => m,
                 // Deleted since the listing: the next pass reconciles it.
@@ -374,7 +381,18 @@ impl<'a> Pass<'a> {
                     continue;
                 }
             };
-            let content = memory.content.unwrap_or_default();
+            // What is written must be what the listing's sha names: a
+            // missing or different body would empty or change both sides.
+            let Some(content) = memory
+                .content
+                .filter(|c| local::sha256_hex(c.as_bytes()) == memory.content_sha256)
+            else {
+                self.failed(
+                    &rel,
+                    "the service sent content that does not match its sha256",
+                );
+                continue;
+            };
             match local::write_if(self.local, &path, expected.as_deref(), content.as_bytes()) {
                 Ok(Checked::Done) => {
                     self.events.push(SyncEvent::Pulled(shown(&rel)));

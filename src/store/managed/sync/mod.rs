@@ -117,9 +117,11 @@ pub enum SyncOutcome {
     /// without a base, so nothing was deleted and a path that differs on
     /// the two sides was left alone on both ([`SyncEvent::Differs`]).
     Joined,
-    /// The local store was rebuilt from the service, sending nothing: its
-    /// marker and files were gone, or every file vanished at once (a wipe
-    /// is not a list of deletions).
+    /// The local store is to be rebuilt from the service, sending
+    /// nothing: its marker and files were gone, or every file vanished at
+    /// once (a wipe is not a list of deletions). This pass only wrote the
+    /// marker and emptied the state: save the state, then pass again,
+    /// which brings every memory back.
     Recovered(&'static str),
     /// Nothing was done: the marker is gone or names another store while
     /// files remain, so those files may not be this store's to upload or
@@ -245,7 +247,7 @@ impl fmt::Display for SyncReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.outcome {
             SyncOutcome::Joined => writeln!(f, "first sync: both sides merged, nothing deleted")?,
-            SyncOutcome::Recovered(why) => writeln!(f, "{why}: rebuilt from the service")?,
+            SyncOutcome::Recovered(why) => writeln!(f, "{why}: rebuilding from the service")?,
             SyncOutcome::Untrusted(why) => writeln!(f, "{why}: nothing synced")?,
             SyncOutcome::Synced => {}
         }
@@ -271,7 +273,8 @@ impl ManagedStore {
     /// vanished at once is re-downloaded, not deleted remotely.
     ///
     /// `state` carries what the last pass saw; save it after each pass
-    /// (it is [`Serialize`]). Write the local store through the same
+    /// (it is [`Serialize`]), and pass again at once after a
+    /// [`SyncOutcome::Recovered`] one. Write the local store through the same
     /// wrappers the agent uses (history, encryption) so the pass's own
     /// changes are kept as theirs are. A pass fails as a whole only when
     /// either side cannot be listed; a single path's failure is a
@@ -293,6 +296,11 @@ impl ManagedStore {
             .unspellable
             .iter()
             .map(|p| SyncEvent::Unspellable(p.clone()))
+            .chain(
+                scan.unreadable
+                    .iter()
+                    .map(|(p, why)| SyncEvent::Failed(shown(p), why.clone())),
+            )
             .collect();
         let mut outcome = if state.store.is_empty() {
             SyncOutcome::Joined
@@ -334,6 +342,12 @@ impl ManagedStore {
                 store: self.id.clone(),
                 ..SyncState::default()
             };
+        }
+        // A rebuild stops here: the emptied state must be saved before
+        // any file comes back, or a pass cut short would leave the old
+        // baseline beside some files, and read the rest as deletions.
+        if matches!(outcome, SyncOutcome::Recovered(_)) {
+            return Ok(SyncReport { outcome, events });
         }
         merge::Pass::new(self, local, state, options, &mut events).run(&scan.files, &remote);
         Ok(SyncReport { outcome, events })
