@@ -3,7 +3,6 @@
 //! against the emulator of the memory stores API (`.ci/managed.sh`).
 #![cfg(feature = "managed")]
 
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -18,7 +17,7 @@ use serde_json::json;
 #[path = "../managed_support/mod.rs"]
 mod managed_support;
 
-use managed_support::{fresh, http, memories, memories_with_ids, put};
+use managed_support::{cli, fresh, http, memories, memories_with_ids, put};
 
 fn path(p: &str) -> MemoryPath {
     MemoryPath::parse(p).expect("path")
@@ -277,18 +276,6 @@ fn attack_huge_and_hard_linked_files_never_stop_a_pass() {
             .iter()
             .any(|e| matches!(e, SyncEvent::Refused(..)))
     );
-}
-
-fn cli(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let (url, key) = managed_support::endpoint().expect("emulator");
-    Command::new(env!("CARGO_BIN_EXE_claude-memory-cli"))
-        .arg("--store")
-        .arg(dir)
-        .args(args)
-        .env("ANTHROPIC_API_KEY", key)
-        .env("ANTHROPIC_BASE_URL", url)
-        .output()
-        .expect("run the CLI")
 }
 
 /// Names with terminal escapes, from the store or the service, are

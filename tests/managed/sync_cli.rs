@@ -8,21 +8,9 @@ use std::process::Command;
 #[path = "../managed_support/mod.rs"]
 mod managed_support;
 
-use managed_support::{fresh, put};
+use managed_support::{cli, fresh, put};
 
 const BIN: &str = env!("CARGO_BIN_EXE_claude-memory-cli");
-
-fn cli(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let (url, key) = managed_support::endpoint().expect("emulator");
-    Command::new(BIN)
-        .arg("--store")
-        .arg(dir)
-        .args(args)
-        .env("ANTHROPIC_API_KEY", key)
-        .env("ANTHROPIC_BASE_URL", url)
-        .output()
-        .expect("run the CLI")
-}
 
 #[test]
 fn cli_sync_once_keeps_its_state_beside_the_store_and_says_what_it_did() {

@@ -164,9 +164,9 @@ fn cli(id: &str, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-#[test]
-fn cli_history_show_diff_revert_redact_on_the_services_versions() {
-    let Some((store, id)) = fresh() else { return };
+/// Three versions of one memory: `/memories/a.md` created ("one"),
+/// edited ("two"), then moved to `to`.
+fn written_edited_moved(store: &claude_memory::ManagedStore, to: &str) {
     let p = path("/memories/a.md");
     store
         .write(&p, b"one\n", WriteMode::Create)
@@ -174,7 +174,13 @@ fn cli_history_show_diff_revert_redact_on_the_services_versions() {
     store
         .write(&p, b"two\n", WriteMode::Overwrite)
         .expect("edit");
-    store.rename(&p, &path("/memories/b.md")).expect("rename");
+    store.rename(&p, &path(to)).expect("rename");
+}
+
+#[test]
+fn cli_history_show_diff_revert_redact_on_the_services_versions() {
+    let Some((store, id)) = fresh() else { return };
+    written_edited_moved(&store, "/memories/b.md");
     let (code, listing, _) = cli(&id, &["history", "/memories/b.md"]);
     assert_eq!(code, 0);
     assert!(
@@ -233,14 +239,7 @@ fn cli_history_show_diff_revert_redact_on_the_services_versions() {
 #[test]
 fn history_copy_moves_versions_one_for_one_both_ways() {
     let Some((store, id)) = fresh() else { return };
-    let p = path("/memories/a.md");
-    store
-        .write(&p, b"one\n", WriteMode::Create)
-        .expect("create");
-    store
-        .write(&p, b"two\n", WriteMode::Overwrite)
-        .expect("edit");
-    store.rename(&p, &path("/memories/d/b.md")).expect("rename");
+    written_edited_moved(&store, "/memories/d/b.md");
     store
         .write(&path("/memories/c.md"), b"c\n", WriteMode::Create)
         .expect("create");

@@ -190,3 +190,18 @@ pub fn put(id: &str, path: &str, content: &str) -> Value {
     assert_eq!(code, 200, "create {path}: {body}");
     body
 }
+
+/// The CLI (`claude-memory`, built by the suite) on `--store STORE` with
+/// `args`, the emulator's URL and key in its environment.
+#[cfg(feature = "cli")]
+pub fn cli(store: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> std::process::Output {
+    let (url, key) = endpoint().expect("an emulator");
+    std::process::Command::new(env!("CARGO_BIN_EXE_claude-memory-cli"))
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .env("ANTHROPIC_API_KEY", key)
+        .env("ANTHROPIC_BASE_URL", url)
+        .output()
+        .expect("run the CLI")
+}
