@@ -38,16 +38,6 @@ fn db_fail(e: Fail) -> HistoryError {
     HistoryError::Log(e.describe())
 }
 
-/// A nullable text column's parameter: `NULLIF($n, '')` in the SQL
-/// turns `""` back into NULL (no stored value is an empty string).
-fn or_empty(text: &Option<String>) -> Param<'_> {
-    Param::Text(text.as_deref().unwrap_or(""))
-}
-
-fn non_empty(text: String) -> Option<String> {
-    (!text.is_empty()).then_some(text)
-}
-
 /// The history of a [`PostgresStore`](crate::PostgresStore), in the
 /// table `claude_memory_history` of the same database. Ids stay
 /// monotonic across processes (a per-scope counter row). Each change
@@ -176,47 +166,10 @@ impl PostgresLog {
         format!("\u{1}history:{}", self.scope)
     }
 
-    fn load_where(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
-        self.select(after, true)
-    }
-
-    /// The versions above `after`, with their content or without it (a
-    /// NULL in its place: the bytes never leave the server).
+    /// The versions above `after`, with their content or without it.
     fn select(&self, after: u64, content: bool) -> Result<Vec<Revision>, HistoryError> {
         self.db
-            .reading(|c| {
-                Ok(c.fetch_all(
-                    if content {
-                        "SELECT id, file, op, path, COALESCE(from_path, ''), time_ns,
-                            COALESCE(actor, ''), COALESCE(call, ''), sha256, size, content,
-                            redacted, COALESCE(note, '')
-                     FROM claude_memory_history WHERE scope = $1 AND id > $2 ORDER BY id"
-                    } else {
-                        "SELECT id, file, op, path, COALESCE(from_path, ''), time_ns,
-                            COALESCE(actor, ''), COALESCE(call, ''), sha256, size, NULL::BYTEA,
-                            redacted, COALESCE(note, '')
-                     FROM claude_memory_history WHERE scope = $1 AND id > $2 ORDER BY id"
-                    },
-                    &[Param::Text(&self.scope), Param::Int(i64_of(after))],
-                    |r| {
-                        Ok(Revision {
-                            id: u64_of(r.int(0)?),
-                            file: u64_of(r.int(1)?),
-                            op: op_of(&r.text(2)?),
-                            path: r.text(3)?,
-                            from: non_empty(r.text(4)?),
-                            time: from_nanos(u64_of(r.int(5)?)),
-                            actor: non_empty(r.text(6)?),
-                            call: non_empty(r.text(7)?),
-                            sha256: r.text(8)?,
-                            size: u64_of(r.int(9)?),
-                            content: r.bytes(10)?,
-                            redacted: r.flag(11)?,
-                            note: non_empty(r.text(12)?),
-                        })
-                    },
-                )?)
-            })
+            .reading(|c| Ok(select(c, &self.scope, after, content)?))
             .map_err(db_fail)
     }
 }
@@ -232,36 +185,7 @@ impl HistoryLog for PostgresLog {
         let ids = self
             .db
             .transaction_with(&self.lock(), Durability::Unsynced, |tx| {
-                let mut ids = Vec::with_capacity(versions.len());
-                for (i, v) in versions.iter().enumerate() {
-                    if i + 1 == versions.len() {
-                        tx.last_statement();
-                    }
-                    let id = tx.fetch_opt(
-                        INSERT,
-                        &[
-                            Param::Text(&self.scope),
-                            Param::Int(i64_of(v.file)),
-                            Param::Text(v.op.as_str()),
-                            Param::Text(&v.path),
-                            or_empty(&v.from),
-                            Param::Int(i64_of(to_nanos(v.time))),
-                            or_empty(&v.actor),
-                            or_empty(&v.call),
-                            Param::Text(&v.sha256),
-                            Param::Int(i64_of(v.size)),
-                            match &v.content {
-                                Some(c) => Param::Bytes(c),
-                                None => Param::NullBytes,
-                            },
-                            Param::Int(i64::from(v.redacted)),
-                            or_empty(&v.note),
-                        ],
-                        |r| r.int(0),
-                    )?;
-                    ids.push(u64_of(id.unwrap_or(0)));
-                }
-                Ok(ids)
+                Ok(insert(tx, INSERT, &self.scope, versions)?)
             })
             .map_err(db_fail)?;
         for (v, id) in versions.iter_mut().zip(ids) {
@@ -271,7 +195,7 @@ impl HistoryLog for PostgresLog {
     }
 
     fn load(&self) -> Result<Vec<Revision>, HistoryError> {
-        self.load_where(0)
+        self.select(0, true)
     }
 
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
@@ -279,29 +203,14 @@ impl HistoryLog for PostgresLog {
             return Ok(());
         }
         self.db
-            .transaction(&self.lock(), |tx| {
-                for &id in ids {
-                    tx.run(
-                        "DELETE FROM claude_memory_history WHERE scope = $1 AND id = $2",
-                        &[Param::Text(&self.scope), Param::Int(i64_of(id))],
-                    )?;
-                }
-                Ok(())
-            })
+            .transaction(&self.lock(), |tx| Ok(drop_ids(tx, &self.scope, ids)?))
             .map_err(db_fail)
     }
 
     fn redact(&self, id: u64) -> Result<bool, HistoryError> {
         self.db
             .transaction(&self.lock(), |tx| {
-                Ok(tx
-                    .fetch_opt(
-                        "UPDATE claude_memory_history SET content = NULL, redacted = TRUE
-                         WHERE scope = $1 AND id = $2 RETURNING id",
-                        &[Param::Text(&self.scope), Param::Int(i64_of(id))],
-                        |r| r.int(0),
-                    )?
-                    .is_some())
+                Ok(set_content(tx, &self.scope, id, None, true)?)
             })
             .map_err(db_fail)
     }
@@ -314,19 +223,7 @@ impl HistoryLog for PostgresLog {
     ) -> Result<bool, HistoryError> {
         self.db
             .transaction(&self.lock(), |tx| {
-                Ok(tx
-                    .fetch_opt(
-                        "UPDATE claude_memory_history SET content = $3, redacted = $4::BIGINT <> 0
-                         WHERE scope = $1 AND id = $2 RETURNING id",
-                        &[
-                            Param::Text(&self.scope),
-                            Param::Int(i64_of(id)),
-                            Param::Bytes(&content),
-                            Param::Int(i64::from(redacted)),
-                        ],
-                        |r| r.int(0),
-                    )?
-                    .is_some())
+                Ok(set_content(tx, &self.scope, id, Some(&content), redacted)?)
             })
             .map_err(db_fail)
     }
@@ -381,7 +278,7 @@ impl HistoryLog for PostgresLog {
     }
 
     fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
-        self.load_where(after)
+        self.select(after, true)
     }
 
     /// Yes: the scope's advisory lock, held by every writer's change

@@ -3,7 +3,8 @@
 use std::sync::{Mutex, PoisonError};
 
 use super::*;
-use rusqlite::{Connection, params};
+use crate::store::sql::Lite;
+use rusqlite::Connection;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS claude_memory_history (
@@ -22,6 +23,14 @@ content BLOB,
 redacted INTEGER NOT NULL DEFAULT 0,
 note TEXT
 );";
+
+/// One version; AUTOINCREMENT gives ids that increase across scopes and
+/// processes and never come back after a drop.
+const INSERT: &str = "INSERT INTO claude_memory_history (scope, file, op, path, from_path,
+        time_ns, actor, call, sha256, size, content, redacted, note)
+    VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10, $11,
+        CAST($12 AS BIGINT) <> 0, NULLIF($13, ''))
+    RETURNING id";
 
 /// The history of a [`SqliteStore`](crate::SqliteStore), in a table
 /// `claude_memory_history`.
@@ -229,38 +238,13 @@ fn lock_file(path: impl AsRef<std::path::Path>) -> Result<std::fs::File, History
 impl SqliteLog {
     /// Appends `versions` in one savepoint.
     fn append_now(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
-        self.atomically(|db| {
-            // AUTOINCREMENT: ids increase, across scopes and processes,
-            // and a dropped version's id is never given out again.
-            let mut insert = db
-                .prepare_cached(
-                    "INSERT INTO claude_memory_history (scope, file, op, path, from_path, \
-                     time_ns, actor, call, sha256, size, content, redacted, note) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                )
-                .map_err(db_error)?;
-            for v in versions.iter_mut() {
-                insert
-                    .execute(params![
-                        self.scope,
-                        i64_of(v.file),
-                        v.op.as_str(),
-                        v.path,
-                        v.from,
-                        i64_of(to_nanos(v.time)),
-                        v.actor,
-                        v.call,
-                        v.sha256,
-                        i64_of(v.size),
-                        v.content,
-                        v.redacted,
-                        v.note,
-                    ])
-                    .map_err(db_error)?;
-                v.id = u64_of(db.last_insert_rowid());
-            }
-            Ok(())
-        })
+        let ids = self.atomically(|db| {
+            insert(&mut Lite(db), INSERT, &self.scope, versions).map_err(db_error)
+        })?;
+        for (v, id) in versions.iter_mut().zip(ids) {
+            v.id = id;
+        }
+        Ok(())
     }
 
     /// Runs `f` with this connection's commits unsynced
@@ -316,32 +300,17 @@ impl HistoryLog for SqliteLog {
     }
 
     fn load(&self) -> Result<Vec<Revision>, HistoryError> {
-        self.with(|conn| self.load_from(conn))
+        self.select(0, true)
     }
 
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
-        self.atomically(|db| {
-            for id in ids {
-                db.execute(
-                    "DELETE FROM claude_memory_history WHERE scope = ?1 AND id = ?2",
-                    params![self.scope, i64_of(*id)],
-                )
-                .map_err(db_error)?;
-            }
-            Ok(())
-        })
+        self.atomically(|db| drop_ids(&mut Lite(db), &self.scope, ids).map_err(db_error))
     }
 
     fn redact(&self, id: u64) -> Result<bool, HistoryError> {
         self.with(|conn| {
-            let found = conn
-                .execute(
-                    "UPDATE claude_memory_history SET content = NULL, redacted = 1 \
-                     WHERE scope = ?1 AND id = ?2",
-                    params![self.scope, i64_of(id)],
-                )
-                .map(|n| n > 0)
-                .map_err(db_error)?;
+            let found =
+                set_content(&mut Lite(conn), &self.scope, id, None, true).map_err(db_error)?;
             // The WAL still holds the erased content's older frames:
             // moved into the database (zeroed there by secure_delete)
             // and emptied.
@@ -360,13 +329,8 @@ impl HistoryLog for SqliteLog {
         redacted: bool,
     ) -> Result<bool, HistoryError> {
         self.with(|conn| {
-            conn.execute(
-                "UPDATE claude_memory_history SET content = ?3, redacted = ?4 \
-                 WHERE scope = ?1 AND id = ?2",
-                params![self.scope, i64_of(id), content, redacted],
-            )
-            .map(|n| n > 0)
-            .map_err(db_error)
+            set_content(&mut Lite(conn), &self.scope, id, Some(&content), redacted)
+                .map_err(db_error)
         })
     }
 
@@ -428,7 +392,7 @@ impl HistoryLog for SqliteLog {
     }
 
     fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
-        self.with(|conn| self.load_after_from(conn, after))
+        self.select(after, true)
     }
 
     /// Yes, with a lock file (a database file); an in-memory database has
@@ -438,62 +402,14 @@ impl HistoryLog for SqliteLog {
     }
 
     fn records(&self) -> Result<Vec<Revision>, HistoryError> {
-        self.with(|conn| self.select(conn, 0, false))
+        self.select(0, false)
     }
 }
 
 impl SqliteLog {
-    fn load_from(&self, conn: &Connection) -> Result<Vec<Revision>, HistoryError> {
-        self.load_after_from(conn, 0)
-    }
-
-    fn load_after_from(
-        &self,
-        conn: &Connection,
-        after: u64,
-    ) -> Result<Vec<Revision>, HistoryError> {
-        self.select(conn, after, true)
-    }
-
-    /// The versions above `after`, with their content or without it (a
-    /// NULL in its place: the blob is never read).
-    fn select(
-        &self,
-        conn: &Connection,
-        after: u64,
-        content: bool,
-    ) -> Result<Vec<Revision>, HistoryError> {
-        let mut query = conn
-            .prepare_cached(if content {
-                "SELECT id, file, op, path, from_path, time_ns, actor, call, sha256, size, \
-                 content, redacted, note FROM claude_memory_history WHERE scope = ?1 \
-                 AND id > ?2 ORDER BY id"
-            } else {
-                "SELECT id, file, op, path, from_path, time_ns, actor, call, sha256, size, \
-                 NULL, redacted, note FROM claude_memory_history WHERE scope = ?1 \
-                 AND id > ?2 ORDER BY id"
-            })
-            .map_err(db_error)?;
-        let rows = query
-            .query_map(params![self.scope, i64_of(after)], |r| {
-                Ok(Revision {
-                    id: u64_of(r.get(0)?),
-                    file: u64_of(r.get(1)?),
-                    op: op_of(&r.get::<_, String>(2)?),
-                    path: r.get(3)?,
-                    from: r.get(4)?,
-                    time: from_nanos(u64_of(r.get(5)?)),
-                    actor: r.get(6)?,
-                    call: r.get(7)?,
-                    sha256: r.get(8)?,
-                    size: u64_of(r.get(9)?),
-                    content: r.get(10)?,
-                    redacted: r.get(11)?,
-                    note: r.get(12)?,
-                })
-            })
-            .map_err(db_error)?;
-        rows.collect::<Result<_, _>>().map_err(db_error)
+    /// The versions above `after`, with their content or without it.
+    fn select(&self, after: u64, content: bool) -> Result<Vec<Revision>, HistoryError> {
+        self.with(|conn| select(&mut Lite(conn), &self.scope, after, content).map_err(db_error))
     }
 }
 

@@ -35,6 +35,8 @@ pub(crate) use postgres::Durability;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresBuilder, PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]
+pub(crate) use sqlite::Lite;
+#[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteError, SqliteStore};
 #[cfg(feature = "sqlite")]
 pub(crate) use sqlite_open::create_private;
@@ -216,9 +218,7 @@ pub(crate) enum Param<'a> {
     Int(i64),
     /// `BLOB` / `BYTEA`.
     Bytes(&'a [u8]),
-    /// A NULL `BLOB` / `BYTEA` (the PostgreSQL history log's redacted
-    /// content).
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    /// A NULL `BLOB` / `BYTEA` (a history version's erased content).
     NullBytes,
 }
 

@@ -266,7 +266,7 @@ impl Drop for LiteTx<'_> {
 }
 
 /// A SQLite connection, or a transaction open on one, as a [`Dialect`].
-pub(crate) struct Lite<C>(C);
+pub(crate) struct Lite<C>(pub(crate) C);
 
 impl DriverError for rusqlite::Error {}
 
