@@ -37,7 +37,7 @@ pub fn open(url: &str) -> Result<Box<dyn MemoryStore>, Failure> {
 #[cfg(not(any(feature = "s3", feature = "azure", feature = "gcs")))]
 pub fn open(_: &str) -> Result<Box<dyn MemoryStore>, Failure> {
     Err(Failure::Usage(
-        "this claude-memory was built without cloud storage (reinstall with: cargo install claude-memory-cli --features s3, azure or gcs)".into(),
+        "this claude-memory was built without cloud storage (reinstall with: cargo install claude-memory-cli --features s3; or azure, or gcs)".into(),
     ))
 }
 

@@ -178,8 +178,11 @@ fn open_base(
                 .map_err(|e| {
                     let shown = dir.display();
                     Failure::Failed(match e.kind() {
+                        io::ErrorKind::NotFound if looks_like_sqlite(dir) => format!(
+                            "no memory store at {shown}: the directory does not exist (for a SQLite file, write --store sqlite:{shown})"
+                        ),
                         io::ErrorKind::NotFound => format!(
-                            "no memory store at {shown}: the directory does not exist (mistyped? `serve` or `import` create one)"
+                            "no memory store at {shown}: the directory does not exist (mistyped? `serve`, `mcp` or `import` create one)"
                         ),
                         io::ErrorKind::NotADirectory if is_sqlite_file(dir) => format!(
                             "cannot open the store {shown}: it is a SQLite database, not a directory (write --store sqlite:{shown})"
@@ -200,6 +203,14 @@ fn open_base(
         StoreSpec::Cloud(url) => crate::cloud::open(url),
         StoreSpec::Managed(id) => crate::managed::open(id),
     }
+}
+
+/// Whether `path` is named as SQLite files are (`.db`, `.sqlite`,
+/// `.sqlite3`), so a missing `--store mem.db` can be told to say `sqlite:`.
+fn looks_like_sqlite(path: &std::path::Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "db" | "sqlite" | "sqlite3"))
 }
 
 /// Whether `path` is a file that starts with SQLite's header, so a

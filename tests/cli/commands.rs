@@ -347,7 +347,14 @@ fn reading_commands_never_create_or_change_a_store() {
     let o = run_in(dir.path(), &["--root", "memroy", "export"]);
     assert_eq!(
         stderr(&o),
-        "claude-memory: no memory store at memroy: the directory does not exist (mistyped? `serve` or `import` create one)\n"
+        "claude-memory: no memory store at memroy: the directory does not exist (mistyped? `serve`, `mcp` or `import` create one)\n"
+    );
+    // A missing `mem.db` is most likely a SQLite file named without `sqlite:`.
+    let o = run_in(dir.path(), &["--store", "mem.db", "view", "/memories"]);
+    assert_exit(&o, 1);
+    assert_eq!(
+        stderr(&o),
+        "claude-memory: no memory store at mem.db: the directory does not exist (for a SQLite file, write --store sqlite:mem.db)\n"
     );
 
     // An existing store that was never opened for writing: reading it

@@ -168,8 +168,9 @@ fn a_stale_size_lease_is_taken_by_one_writer() {
         let ra = run(a, "a.md", Arc::clone(&go));
         let rb = run(bb, "b.md", go);
         let (ra, rb) = (ra.join().expect("a"), rb.join().expect("b"));
-        let check = CloudStore::open(Arc::clone(&b), &prefix)
-            .unwrap_or_else(|e| panic!("{backend}: open: {e}"));
+        let check = CloudStore::open(Arc::clone(&b), &prefix).unwrap_or_else(|e| {
+            panic!("{backend}: open: {e}: {:?}", std::error::Error::source(&e))
+        });
         let total = check.total_size().expect("total");
         assert!(
             total <= 10,

@@ -107,6 +107,25 @@ fn the_cli_answers_a_new_users_mistakes_on_encrypted_stores() {
     assert!(!ok);
     assert!(text.contains("passphrase file"), "{text}");
     assert!(!text.contains("key file"), "{text}");
+    // A key given for a plaintext store with files: not "made by the
+    // first write" (the first write is refused), but how to read it.
+    let plain = dir.path().join("plain");
+    std::fs::create_dir(&plain).expect("dir");
+    std::fs::write(plain.join("note.md"), "plain\n").expect("write");
+    let (ok, text) = cli(&[
+        "--store".as_ref(),
+        plain.as_os_str(),
+        "--key-file".as_ref(),
+        key.as_os_str(),
+        "view".as_ref(),
+        "/memories".as_ref(),
+    ]);
+    assert!(!ok);
+    assert!(
+        text.contains("is not encrypted: open it without a key"),
+        "{text}"
+    );
+    assert!(!text.contains("first write"), "{text}");
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -69,6 +69,37 @@ fn an_unopenable_database_is_the_crates_error_with_the_drivers_as_source() {
     assert!(err.source().is_some());
 }
 
+/// `sqlite:mem.db` (the CLI's spelling) given to the library creates no
+/// file of that name: the error says to give the file's path.
+#[test]
+fn the_clis_spelling_given_to_the_library_is_refused_with_the_path_to_give() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let spelled = format!("sqlite:{}", dir.path().join("mem.db").display());
+    let err = SqliteStore::open(&spelled)
+        .map(|_| ())
+        .expect_err("sqlite: is the CLI's spelling");
+    assert!(
+        matches!(err, claude_memory::SqliteError::CliSpelling(..)),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(text.contains("without `sqlite:`"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{:?}",
+            dir.path().join("mem.db").display().to_string()
+        )),
+        "{text}"
+    );
+    let read = SqliteStore::open_read_only(&spelled).map(|_| ());
+    assert!(
+        matches!(read, Err(claude_memory::SqliteError::CliSpelling(..))),
+        "{read:?}"
+    );
+    // Nothing was created.
+    assert!(std::fs::read_dir(dir.path()).expect("dir").next().is_none());
+}
+
 /// A tree past the 10,000 entries `list_tree` reads at once is walked a
 /// directory at a time; its view prints the same bytes as the in-memory
 /// store's of the same files.

@@ -100,10 +100,11 @@ pub enum CryptError {
     /// The key record (or a journal) is damaged or unreadable.
     #[error("{0}")]
     Record(&'static str),
-    /// Encryption was asked for over a store that already holds
-    /// (unencrypted) files.
+    /// A key was given for a store that holds unencrypted files and no
+    /// key record: it is not an encrypted store, and cannot become one in
+    /// place.
     #[error(
-        "the store already holds unencrypted files: encrypt into an empty store (export, then import with a key)"
+        "the store holds unencrypted files and is not encrypted: open it without a key, or encrypt into an empty store (export, then import with a key)"
     )]
     NotEmpty,
     /// Encryption was asked for over a store whose directories hold

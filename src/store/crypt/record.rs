@@ -108,6 +108,8 @@ pub(crate) fn open<S: MemoryStore + ?Sized>(
             if !create {
                 return Err(if tenant_base(inner)? {
                     CryptError::TenantBase
+                } else if !inner.list(&MemoryPath::root())?.is_empty() {
+                    CryptError::NotEmpty
                 } else {
                     CryptError::Uninitialised
                 });

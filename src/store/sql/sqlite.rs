@@ -72,6 +72,23 @@ pub enum SqliteError {
     /// create nothing.
     #[error("there is no SQLite store at {} (reading commands create nothing)", .0.display())]
     NotFound(std::path::PathBuf),
+    /// The path is the CLI's spelling of a store (`sqlite:PATH`) and no
+    /// such file exists: the library takes the file's own path.
+    #[error("{0:?} is how the CLI names a store: give the file's path ({1:?}), without `sqlite:`")]
+    CliSpelling(String, String),
+}
+
+/// Refuses `sqlite:PATH` (the CLI's spelling) where no file has that name,
+/// rather than create a file called `sqlite:mem.db`.
+fn refuse_cli_spelling(path: &Path) -> Result<(), SqliteError> {
+    if let Some(text) = path.to_str()
+        && let Some(file) = text.strip_prefix("sqlite:")
+        && !path.exists()
+    {
+        let file = file.trim_start_matches("//");
+        return Err(SqliteError::CliSpelling(text.to_owned(), file.to_owned()));
+    }
+    Ok(())
 }
 
 impl From<rusqlite::Error> for SqliteError {
@@ -101,6 +118,7 @@ impl SqliteStore {
     /// tables is refused ([`SqliteError::NotAStore`]) and left as it was.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, SqliteError> {
         let path = path.as_ref();
+        refuse_cli_spelling(path)?;
         create_private(path).map_err(|e| match e.kind() {
             // create_new(true) fails with NotFound only when a directory
             // on the way is missing: say which, not the OS's bare text.
@@ -129,6 +147,7 @@ impl SqliteStore {
     /// ([`SqliteError::NotAStore`]); writes through the store fail.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, SqliteError> {
         let path = path.as_ref();
+        refuse_cli_spelling(path)?;
         if sqlite_open::is_plain_file_name(path) && !path.exists() {
             return Err(SqliteError::NotFound(path.to_path_buf()));
         }
