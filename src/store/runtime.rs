@@ -1,21 +1,26 @@
-//! The small Tokio runtime an HTTP store (cloud, managed) owns.
+//! The small Tokio runtime the HTTP stores (cloud, managed) share.
 //!
 //! object_store and reqwest are async and need a Tokio reactor. The
-//! store runs a current-thread runtime on a thread of its own; a blocking
-//! call hands its future to that thread and waits for the answer on a
-//! channel, never entering a runtime itself. So the store can be created,
-//! used and dropped on any thread: a plain one, a worker of either Tokio
-//! flavour, `spawn_blocking`, or the blocking pool of `AsyncMemoryTool`.
-//! Dropping the last handle stops the thread, which drops its runtime
-//! there (a runtime dropped inside another runtime's context panics).
+//! stores run one current-thread runtime on a thread of its own, started
+//! by the first store and kept for the process; a blocking call hands its
+//! future to that thread and waits for the answer on a channel, never
+//! entering a runtime itself. So a store can be created, used and dropped
+//! on any thread: a plain one, a worker of either Tokio flavour,
+//! `spawn_blocking`, or the blocking pool of `AsyncMemoryTool`.
+//!
+//! One runtime for every store, never stopped: a pooled connection is
+//! driven by a task on the runtime that opened it, and a client is often
+//! shared (one `Arc<dyn ObjectStore>` given to several stores). With a
+//! runtime per store, dropping one store killed the connections the others
+//! were about to reuse ("connection lost" under load).
 
 use std::future::Future;
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, OnceLock, mpsc};
 
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
-/// A handle on the store's I/O thread; clones share it.
+/// A handle on the I/O thread; clones share it.
 #[derive(Debug, Clone)]
 pub(crate) struct Io {
     inner: Arc<Thread>,
@@ -30,8 +35,19 @@ struct Thread {
 }
 
 impl Io {
-    /// Starts the I/O thread.
-    pub(crate) fn start() -> std::io::Result<Io> {
+    /// The process's I/O thread, started on first use.
+    pub(crate) fn shared() -> std::io::Result<Io> {
+        static SHARED: OnceLock<Io> = OnceLock::new();
+        if let Some(io) = SHARED.get() {
+            return Ok(io.clone());
+        }
+        // Two first users may both start one: the loser's stops when dropped.
+        let io = Io::start()?;
+        Ok(SHARED.get_or_init(|| io).clone())
+    }
+
+    /// Starts an I/O thread, which stops when the last clone is dropped.
+    fn start() -> std::io::Result<Io> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;

@@ -298,3 +298,40 @@ mod azure_tenant {
         }
     });
 }
+
+/// Attack: one client shared by stores (one `Arc<dyn ObjectStore>`, as
+/// object_store encourages), one store dropped just before another calls.
+/// Before: each store ran its own runtime, which drove the connections it
+/// opened; dropping it killed pooled connections the next store then
+/// picked ("connection lost" at an open in tests/cloud/attacks.rs, 2 runs
+/// of 10 under load). Now every store runs on one runtime the process
+/// keeps.
+#[test]
+fn a_shared_client_survives_the_store_that_opened_its_connections() {
+    for backend in ["s3", "azure"] {
+        let Some(b) = bucket(backend) else { continue };
+        let prefix = unique("shared-client");
+        for round in 0..20 {
+            let first = CloudStore::open(Arc::clone(&b), &prefix).expect("open");
+            first
+                .write(
+                    &MemoryPath::parse(&format!("/memories/r{round}.md")).expect("path"),
+                    b"x",
+                    claude_memory::store::WriteMode::Overwrite,
+                )
+                .unwrap_or_else(|e| panic!("{backend}: round {round}: write: {e}"));
+            drop(first);
+            let next = CloudStore::open(Arc::clone(&b), &prefix).unwrap_or_else(|e| {
+                panic!(
+                    "{backend}: round {round}: open: {e}: {:?}",
+                    std::error::Error::source(&e)
+                )
+            });
+            let path = MemoryPath::parse(&format!("/memories/r{round}.md")).expect("path");
+            let read = next
+                .read(&path, 1 << 20)
+                .unwrap_or_else(|e| panic!("{backend}: round {round}: read: {e}"));
+            assert_eq!(read.data, b"x", "{backend}: round {round}");
+        }
+    }
+}

@@ -175,7 +175,7 @@ impl ManagedBuilder {
         let http = reqwest::Client::builder()
             .build()
             .map_err(|e| ManagedError::Runtime(std::io::Error::other(e)))?;
-        let io = Io::start().map_err(ManagedError::Runtime)?;
+        let io = Io::shared().map_err(ManagedError::Runtime)?;
         let api = Api::new(http, io, &base, &self.id, key, workspace, self.retry);
         let id = self.id;
         let unreachable = |cause| ManagedError::Unreachable {

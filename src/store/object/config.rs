@@ -110,7 +110,7 @@ impl CloudBuilder {
     /// objects, in two round trips), and finishes an interrupted rename,
     /// if any.
     pub fn open(self) -> Result<CloudStore, CloudError> {
-        let io = Io::start().map_err(CloudError::Runtime)?;
+        let io = Io::shared().map_err(CloudError::Runtime)?;
         let mut store = CloudStore {
             store: self.store,
             layout: Layout::new(&self.prefix),
