@@ -111,9 +111,12 @@ fn history_length(dir: &std::path::Path) {
             let tool = MemoryTool::new(HistoryStore::open(store, log).expect("history"));
             for i in 0..versions {
                 let p = format!("/memories/f{:03}.md", i % 100);
-                let r = tool.dispatch(
-                    &json!({"command": "create", "path": p, "file_text": format!("version {i}\n")}),
-                );
+                let r = if i < 100 {
+                    tool.dispatch(&json!({"command": "create", "path": p, "file_text": format!("version {i}\n")}))
+                } else {
+                    tool.dispatch(&json!({"command": "str_replace", "path": p,
+                        "old_str": format!("version {}\n", i - 100), "new_str": format!("version {i}\n")}))
+                };
                 assert!(!r.is_error, "{r:?}");
             }
         }
