@@ -105,10 +105,10 @@ impl CloudBuilder {
         self
     }
 
-    /// Opens the store: starts its I/O thread, checks that the backend
-    /// honours conditional writes and copies (five requests on two probe
-    /// objects, in two round trips), and finishes an interrupted rename,
-    /// if any.
+    /// Opens the store: starts the process's I/O thread if none runs
+    /// yet, checks that the backend honours conditional writes and copies
+    /// (five requests on two probe objects, in two round trips), and
+    /// finishes an interrupted rename, if any.
     pub fn open(self) -> Result<CloudStore, CloudError> {
         let io = Io::shared().map_err(CloudError::Runtime)?;
         let mut store = CloudStore {
