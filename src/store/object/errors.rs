@@ -149,7 +149,9 @@ impl ForOperator {
             .and_then(|os| cause(os, timeout))
         {
             Some(cause) => cause.to_string(),
-            None => kind.unwrap_or("the request failed").to_owned(),
+            // No service error anywhere (a recovery the store refused to
+            // finish): the store's own words, which quote no service.
+            None => kind.map_or_else(|| e.to_string(), str::to_owned),
         };
         if let Some(status) = status {
             summary.push_str(&format!(", HTTP {status}"));
