@@ -201,8 +201,8 @@ fn after_the_suite_no_object_holds_plaintext_in_the_bucket() {
         let searched = std::cell::Cell::new(0usize);
         claude_memory::conformance::run_all(|run| {
             let prefix = cloud_support::unique("enc-raw");
-            // A client of its own for each store: connections a client
-            // opened on a store's runtime die with that store.
+            // A client of its own for each store, as an application with
+            // one store per prefix would have.
             let client = cloud_support::bucket(backend).expect("bucket");
             let base = claude_memory::CloudStore::open(client, &prefix).expect("cloud store");
             let log = claude_memory::history::CloudLog::for_store(&base);
