@@ -10,9 +10,9 @@
 //!
 //! One runtime for every store, never stopped: a pooled connection is
 //! driven by a task on the runtime that opened it, and a client is often
-//! shared (one `Arc<dyn ObjectStore>` given to several stores). With a
-//! runtime per store, dropping one store killed the connections the others
-//! were about to reuse ("connection lost" under load).
+//! shared (one `Arc<dyn ObjectStore>` given to several stores), so a
+//! runtime that stopped with its store would kill connections the others
+//! reuse.
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock, mpsc};

@@ -192,9 +192,8 @@ fn interrupted_renames_leave_every_entry_in_one_place() {
             // The next open (lease 0: the dead process's record is stale
             // at once) finishes the interrupted rename. With no lease, a
             // request the dead process sent may still be running on the
-            // server (seen on a loaded machine: the reopen failed, 1 run
-            // of 10): an open that fails is tried again, and what counts is
-            // where the entries end up.
+            // server and make an open fail: it is tried again, and what
+            // counts is where the entries end up.
             let reopen = || {
                 CloudStore::builder(Arc::clone(&b))
                     .prefix(&prefix)
