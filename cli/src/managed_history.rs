@@ -70,14 +70,14 @@ pub fn run(store_id: &str, action: Action<'_>) -> Outcome {
             }
             _ => shown(&v.path),
         };
-        let sha = v.sha256.as_deref().unwrap_or("-");
+        let sha = escape(v.sha256.as_deref().unwrap_or("-"));
         let mut text = format!(
             "{}\t{}\t{}\t{at}\t{}\t{}\t{}",
-            v.id,
+            escape(&v.id),
             escape(&v.created_at),
             v.op.as_str(),
             escape(v.actor.as_deref().unwrap_or("-")),
-            sha.get(..12).unwrap_or(sha),
+            sha.get(..12).unwrap_or(&sha),
             v.size.map_or_else(|| "-".into(), claude_memory::human_size),
         );
         if v.redacted {
@@ -141,7 +141,7 @@ pub fn run(store_id: &str, action: Action<'_>) -> Outcome {
             out(line(&v, None))?;
             out(format_args!(
                 "sha256 {}",
-                v.sha256.as_deref().unwrap_or("-")
+                escape(v.sha256.as_deref().unwrap_or("-"))
             ))?;
             match (&v.content, v.op) {
                 (Some(text), _) => out(format_args!("--- content ---\n{}", escape_text(text))),
@@ -155,7 +155,7 @@ pub fn run(store_id: &str, action: Action<'_>) -> Outcome {
                 if v.redacted {
                     Err(failed(format_args!(
                         "{} was redacted: its content is gone",
-                        v.id
+                        escape(&v.id)
                     )))
                 } else {
                     Ok(())
@@ -163,7 +163,7 @@ pub fn run(store_id: &str, action: Action<'_>) -> Outcome {
             };
             let old = store.version(&a).map_err(why)?;
             redacted(&old)?;
-            let label = |v: &ManagedVersion| format!("{}@{}", shown(&v.path), v.id);
+            let label = |v: &ManagedVersion| format!("{}@{}", shown(&v.path), escape(&v.id));
             let (new, new_label) = match b {
                 Some(b) => {
                     let v = store.version(&b).map_err(why)?;

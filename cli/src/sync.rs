@@ -137,7 +137,7 @@ pub fn run(
     args: &SyncArgs,
 ) -> Outcome {
     use claude_memory::history::escape;
-    use claude_memory::store::managed_sync::{DeleteMode, SyncEvent, SyncOptions, SyncOutcome};
+    use claude_memory::store::managed_sync::{DeleteMode, SyncOptions, SyncOutcome};
 
     use crate::output::{err, failed, out};
 
@@ -146,6 +146,20 @@ pub fn run(
             "cannot open the managed memory store {id}: {e}"
         ))
     })?;
+    // The state's directory is made if it is missing (private: the state
+    // names every path).
+    if let Some(dir) = state_file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(dir).map_err(|e| {
+            failed(format_args!(
+                "cannot make the sync state's directory {}: {e}",
+                dir.display()
+            ))
+        })?;
+    }
     let _lock = lock(state_file)?;
     let mut state = read_state(state_file)?;
     let options = SyncOptions {
@@ -212,7 +226,7 @@ pub fn run(
                         _ => {}
                     }
                     for event in &report.events {
-                        trouble |= matches!(event, SyncEvent::Failed(..));
+                        trouble |= event.left_out_of_step();
                         say(event)?;
                     }
                     if args.once && !trouble && !again && report.events.is_empty() {
@@ -281,17 +295,22 @@ pub fn run(
 fn lock(state_file: &Path) -> Result<std::fs::File, Failure> {
     let mut name = state_file.as_os_str().to_owned();
     name.push(".lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&name)
-        .map_err(|e| {
-            Failure::Failed(format!(
-                "cannot open the sync's lock file {}: {e}",
-                Path::new(&name).display()
-            ))
-        })?;
+    // Private, and never through a planted link.
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+    }
+    let file = options.open(&name).map_err(|e| {
+        Failure::Failed(format!(
+            "cannot open the sync's lock file {}: {e}",
+            Path::new(&name).display()
+        ))
+    })?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(Failure::Failed(format!(
@@ -324,7 +343,9 @@ fn read_state(path: &Path) -> Result<claude_memory::store::managed_sync::SyncSta
     }
 }
 
-/// Replaces the state file whole: a temporary file, then a rename.
+/// Replaces the state file whole, as a backup is written: a new private
+/// (0600) temporary file that no planted link can redirect, fsynced, then
+/// renamed over the state. The state names every path and its sha.
 #[cfg(feature = "managed")]
 fn write_state(path: &Path, state: &claude_memory::store::managed_sync::SyncState) -> Outcome {
     use std::io::Write as _;
@@ -334,12 +355,8 @@ fn write_state(path: &Path, state: &claude_memory::store::managed_sync::SyncStat
             path.display()
         ))
     };
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
     let json = serde_json::to_vec(state).map_err(|e| fail(std::io::Error::other(e)))?;
-    let mut file = std::fs::File::create(&tmp).map_err(fail)?;
-    file.write_all(&json)
-        .and_then(|()| file.sync_all())
-        .map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(fail)
+    let mut out = claude_memory::backup::OutputFile::create(path).map_err(fail)?;
+    out.write_all(&json).map_err(fail)?;
+    out.finish().map_err(fail)
 }

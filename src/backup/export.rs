@@ -71,9 +71,12 @@ pub enum ExportProblem {
 impl fmt::Display for ExportProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // The name is anything a local process chose: shown escaped,
+            // so it can neither forge a line nor drive the terminal.
             ExportProblem::Unspellable { path } => write!(
                 f,
-                "{path}: no memory path can spell this name (made outside the store, or by a release with looser rules, such as a name not in NFC), so a backup would silently miss it; rename it on disk"
+                "{}: no memory path can spell this name (made outside the store, or by a release with looser rules, such as a name not in NFC), so a backup would silently miss it; rename it on disk",
+                crate::history::escape(path)
             ),
             ExportProblem::FileTooLarge { path, len, limit } => write!(
                 f,

@@ -38,6 +38,14 @@ const PLACEHOLDER: &str = ".import-placeholder";
 enum Done {
     Created(MemoryPath),
     Replaced(MemoryPath, Vec<u8>),
+    /// A write the store could not confirm (no answer came): it may have
+    /// happened, so the undo puts back `old` (`None`: removes the file)
+    /// if the path holds what was sent.
+    Unsure {
+        path: MemoryPath,
+        sent: Vec<u8>,
+        old: Option<Vec<u8>>,
+    },
 }
 
 impl Backup {
@@ -90,15 +98,30 @@ fn write<S: MemoryStore + ?Sized>(
     done: &mut Vec<Done>,
 ) -> Result<ImportReport, StoreError> {
     let mut report = ImportReport::default();
+    // A write that may have happened is undone as one that did.
+    let unsure = |done: &mut Vec<Done>, e: StoreError, path: &MemoryPath, sent, old| {
+        if matches!(e, StoreError::OutcomeUnknown { .. }) {
+            done.push(Done::Unsure {
+                path: path.clone(),
+                sent,
+                old,
+            });
+        }
+        e
+    };
     for step in &plan.steps {
         match step {
             Step::Create { path, data } => {
-                store.write(path, data, WriteMode::Create)?;
+                store
+                    .write(path, data, WriteMode::Create)
+                    .map_err(|e| unsure(done, e, path, data.clone(), None))?;
                 done.push(Done::Created(path.clone()));
                 report.created += 1;
             }
             Step::Replace { path, data, old } => {
-                store.write(path, data, WriteMode::Update(old.version))?;
+                store
+                    .write(path, data, WriteMode::Update(old.version))
+                    .map_err(|e| unsure(done, e, path, data.clone(), Some(old.data.clone())))?;
                 done.push(Done::Replaced(path.clone(), old.data.clone()));
                 report.replaced += 1;
             }
@@ -131,6 +154,17 @@ fn undo<S: MemoryStore + ?Sized>(store: &S, plan: &Plan, done: Vec<Done>) -> Vec
                 other => other,
             },
             Done::Replaced(path, old) => store.write(&path, &old, WriteMode::Overwrite).map(|_| ()),
+            Done::Unsure { path, sent, old } => match store.read(&path, sent.len() as u64) {
+                Ok(now) if now.data == sent => match old {
+                    Some(old) => store
+                        .write(&path, &old, WriteMode::Update(now.version))
+                        .map(|_| ()),
+                    None => store.delete(&path),
+                },
+                // Not written, or written over since: not this import's.
+                Ok(_) | Err(StoreError::NotFound { .. } | StoreError::TooLarge { .. }) => Ok(()),
+                Err(e) => Err(e),
+            },
         };
         if let Err(e) = result {
             failures.push(e);

@@ -254,3 +254,23 @@ fn export_through_a_link_to_a_file_replaces_the_file_and_the_link_stays() {
     assert_eq!(mode & 0o777, 0o600);
     assert_eq!(names(dir.path()), ["link.json", "mem", "real.json"]);
 }
+
+/// A name a local process chose, with a newline, a terminal escape and a
+/// right-to-left override: the refusal prints it escaped, so it can
+/// neither forge a line nor drive the terminal.
+#[test]
+fn export_prints_an_unspellable_name_escaped() {
+    let (dir, root) = setup();
+    fs::write(root.join("evil\nforged\u{1b}[2J\u{202e}gpj.md"), "x\n").expect("plant");
+    let out = export(&root, &dir.path().join("backup.json"));
+    assert!(!out.status.success());
+    let said = stderr(&out);
+    assert!(
+        said.contains("evil\\nforged\\x1b[2J\\u{202e}gpj.md"),
+        "{said}"
+    );
+    assert!(
+        !said.contains('\u{1b}') && !said.contains('\u{202e}') && !said.contains("\nforged"),
+        "{said:?}"
+    );
+}

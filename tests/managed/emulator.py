@@ -15,9 +15,13 @@ marked "GUESS" below. Test controls (not part of the real API, no auth):
                                    "retry_after"?, "should_retry"?, "method"?,
                                    "skip"? (let n pass first), "after"? (apply, then fail)}
     POST /_emulator/race          {"memory_store_id", "count"}
-    POST /_emulator/patch         {"memory_store_id", "count", "method"?, "fields"}: the next
-                                  `count` answers have `fields` merged in (into each listed
-                                  item too): a faulty service's answers
+    POST /_emulator/patch         {"memory_store_id", "count", "method"?, "fields", "match"?}: the
+                                  next `count` answers have `fields` merged in (into each listed
+                                  item too; with `match`, only into items whose fields equal
+                                  match's): a faulty service's answers
+    POST /_emulator/unpatch       {"memory_store_id"}: drops the store's pending patches
+    POST /_emulator/normalise     {"memory_store_id", "crlf": bool}: the store keeps content
+                                  with CRLF line ends as LF (a service that normalises text)
     GET  /_emulator/requests?memory_store_id=…   POST /_emulator/reset_counts
     GET  /_emulator/health
 """
@@ -231,6 +235,7 @@ class State:
         self.faults = []  # pending injected failures
         self.patches = []  # pending answer patches
         self.races = {}  # store id -> how many precondition writes still get a racing writer
+        self.normalising = set()  # store ids whose content is kept with LF for CRLF
         self.counts = {}  # store id -> {"count": n, "by_route": {route: n}}
         self.last_time = datetime.now(timezone.utc)
         self.seq = 0
@@ -253,6 +258,10 @@ class State:
         if s is None:
             raise ApiError(404, f"memory store {sid} not found")
         return s
+
+    def normalised(self, sid, content):
+        """The normalise control: content as a normalising service keeps it."""
+        return content.replace("\r\n", "\n") if sid in self.normalising else content
 
     def writable_store(self, sid):
         s = self.store(sid)
@@ -385,6 +394,7 @@ class State:
         check_keys(body, ("path", "content"), required=("path", "content"))
         path, content = check_path(body["path"]), check_content(body["content"])
         s = self.writable_store(sid)
+        content = self.normalised(sid, content)
         if path in s["by_path"]:
             raise path_conflict(s["by_path"][path], path)
         if len(s["memories"]) >= self.max_memories:
@@ -418,6 +428,8 @@ class State:
                 raise bad("precondition: must be {\"type\": \"content_sha256\", \"content_sha256\": …}")
             check_sha(pre.get("content_sha256"), "precondition.content_sha256")
         s = self.writable_store(sid)
+        if content is not None:
+            content = self.normalised(sid, content)
         if pre is not None:
             self.maybe_race(s, mid)
         m = self.memory(s, mid)
@@ -667,8 +679,9 @@ class Handler(BaseHTTPRequestHandler):
         for p in self.state.patches:
             if p["memory_store_id"] == sid and p["count"] > 0 and p["method"] in (None, method):
                 p["count"] -= 1
+                match = p.get("match") or {}
                 for item in [obj] + list(obj.get("data") or []) if isinstance(obj, dict) else []:
-                    if isinstance(item, dict):
+                    if isinstance(item, dict) and all(item.get(k) == v for k, v in match.items()):
                         item.update(p["fields"])
                 return
 
@@ -726,8 +739,26 @@ class Handler(BaseHTTPRequestHandler):
                 sid, count, fields = body.get("memory_store_id"), body.get("count", 1), body.get("fields")
                 if not isinstance(sid, str) or not isinstance(count, int) or not isinstance(fields, dict):
                     raise bad("patch: need memory_store_id, count and fields (an object)")
+                match = body.get("match")
+                if match is not None and not isinstance(match, dict):
+                    raise bad("patch: match is an object")
                 st.patches.append({"memory_store_id": sid, "count": count, "fields": fields,
-                                   "method": body.get("method")})
+                                   "method": body.get("method"), "match": match})
+                return 200, {"ok": True}
+            if (method, what) == ("POST", "unpatch"):
+                sid = body.get("memory_store_id")
+                if not isinstance(sid, str):
+                    raise bad("unpatch: need memory_store_id")
+                st.patches = [p for p in st.patches if p["memory_store_id"] != sid]
+                return 200, {"ok": True}
+            if (method, what) == ("POST", "normalise"):
+                sid, crlf = body.get("memory_store_id"), body.get("crlf")
+                if not isinstance(sid, str) or not isinstance(crlf, bool):
+                    raise bad("normalise: need memory_store_id and crlf (a boolean)")
+                if crlf:
+                    st.normalising.add(sid)
+                else:
+                    st.normalising.discard(sid)
                 return 200, {"ok": True}
             if (method, what) == ("POST", "race"):
                 sid, count = body.get("memory_store_id"), body.get("count", 1)

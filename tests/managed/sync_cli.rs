@@ -43,6 +43,27 @@ fn cli_sync_once_keeps_its_state_beside_the_store_and_says_what_it_did() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains("claude-memory-sync"));
 }
 
+/// `--store DIR` naming a directory that does not exist: it is made (with
+/// the state beside its files), and the memory store pulled into it, as
+/// docs/managed.md says.
+#[test]
+fn cli_sync_into_a_directory_that_does_not_exist_makes_it() {
+    let Some((_, id)) = fresh() else { return };
+    put(&id, "/n.md", "n\n");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("not/yet");
+    let out = cli(&store, &["sync", &format!("managed:{id}"), "--once"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(store.join("n.md")).ok().as_deref(),
+        Some("n\n")
+    );
+}
+
 #[test]
 fn cli_sync_refuses_a_second_sync_on_one_state_and_bad_arguments() {
     let Some((_, id)) = fresh() else { return };

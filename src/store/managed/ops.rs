@@ -40,6 +40,21 @@ pub(super) fn key(path: &MemoryPath) -> String {
     s
 }
 
+/// Whether a service path is spelled as this store spells one (`/a/b`:
+/// one leading slash, no empty segment). Another client may write `//a`
+/// or `a`; trimmed, those would land on `/a`, beside the memory that is
+/// there: they are skipped instead.
+pub(super) fn canonical(service: &str) -> bool {
+    service
+        .strip_prefix('/')
+        .is_some_and(|rest| rest.split('/').all(|c| !c.is_empty()))
+}
+
+/// The memory path of a service path, if it spells one exactly.
+pub(super) fn memory_path(service: &str) -> Option<MemoryPath> {
+    MemoryPath::from_stored(&format!("{}{service}", crate::path::ROOT)).filter(|p| !p.is_root())
+}
+
 /// The listing prefix of a directory: `/a/b/`, or `/` for the root.
 pub(super) fn prefix(path: &MemoryPath) -> String {
     let mut s = key(path);
@@ -379,7 +394,13 @@ impl MemoryStore for ManagedStore {
         if full.path != key(path) {
             return Err(StoreError::NotFound { path: path.clone() });
         }
+        // The body must be what the service says it is: a body that does
+        // not match its own sha256 is corrupt, and an edit made on it
+        // would store the corruption as a real change.
         let data = full.content.unwrap_or_default().into_bytes();
+        if crate::store::sha256_hex(&data) != full.content_sha256 {
+            return Err(StoreError::Integrity { path: path.clone() });
+        }
         if data.len() as u64 > limit {
             return Err(StoreError::TooLarge {
                 path: path.clone(),
@@ -447,6 +468,7 @@ impl MemoryStore for ManagedStore {
         let base = prefix(dir);
         let rels: Vec<(&str, &Memory)> = all
             .iter()
+            .filter(|m| canonical(&m.path))
             .filter_map(|m| Some((m.path.strip_prefix(&base)?, m)))
             .collect();
         let mut dirs = HashSet::new();

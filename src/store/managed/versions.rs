@@ -96,10 +96,7 @@ impl ManagedVersion {
             _ => VersionOp::Modified,
         };
         ManagedVersion {
-            path: v
-                .path
-                .as_deref()
-                .and_then(|p| MemoryPath::from_stored(&format!("{}{p}", crate::path::ROOT))),
+            path: v.path.as_deref().and_then(super::ops::memory_path),
             actor: actor(v.created_by.as_ref()),
             redacted: v.redacted_at.is_some(),
             id: v.id,
@@ -146,10 +143,16 @@ impl ManagedStore {
     /// One version with its content (`None` once redacted or for a
     /// delete); [`StoreError::NotFound`] if there is no such version.
     pub fn version(&self, id: &str) -> StoreResult<ManagedVersion> {
-        self.api
-            .version(id)
-            .map(ManagedVersion::from_api)
-            .map_err(|e| fail(e, &MemoryPath::root()))
+        let root = MemoryPath::root();
+        let v = self.api.version(id).map_err(|e| fail(e, &root))?;
+        // Content that does not match the sha the service gives for it is
+        // corrupt: shown or reverted, it would pass for the real version.
+        if let (Some(content), Some(sha)) = (&v.content, &v.content_sha256)
+            && crate::store::sha256_hex(content.as_bytes()) != *sha
+        {
+            return Err(StoreError::Integrity { path: root });
+        }
+        Ok(ManagedVersion::from_api(v))
     }
 
     /// Erases a version's content and path on the service, keeping its
@@ -174,10 +177,15 @@ impl ManagedStore {
     /// was deleted.
     pub fn memory_now(&self, memory_id: &str) -> StoreResult<Option<(MemoryPath, String)>> {
         match self.api.retrieve(memory_id) {
-            Ok(m) => Ok(
-                MemoryPath::from_stored(&format!("{}{}", crate::path::ROOT, m.path))
-                    .map(|p| (p, m.content.unwrap_or_default())),
-            ),
+            Ok(m) => {
+                let content = m.content.unwrap_or_default();
+                if crate::store::sha256_hex(content.as_bytes()) != m.content_sha256 {
+                    return Err(StoreError::Integrity {
+                        path: MemoryPath::root(),
+                    });
+                }
+                Ok(super::ops::memory_path(&m.path).map(|p| (p, content)))
+            }
             Err(Fail::NotFound) => Ok(None),
             Err(e) => Err(fail(e, &MemoryPath::root())),
         }

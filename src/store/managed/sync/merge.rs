@@ -76,6 +76,7 @@ impl<'a> Pass<'a> {
         mut self,
         files: &BTreeMap<String, String>,
         remote: &BTreeMap<String, Memory>,
+        shadowed: &BTreeSet<String>,
     ) {
         let paths: BTreeSet<String> = files
             .keys()
@@ -89,6 +90,9 @@ impl<'a> Pass<'a> {
             let memory = remote.get(rel);
             let base = self.state.baseline.get(rel).cloned();
             let sha = match (file, memory, &base) {
+                // The service holds a memory and a directory at this name:
+                // both sides stay as they are (the pass said so).
+                _ if shadowed.contains(rel) => base.clone(),
                 // Gone here, unchanged there: a deletion to send.
                 (None, Some(m), Some(b)) if m.content_sha256 == *b && !self.options.read_only => {
                     self.delete(rel, m, b)
@@ -227,7 +231,7 @@ impl<'a> Pass<'a> {
             return self.refused(rel, scanned, "not UTF-8 text");
         };
         let sha = local::sha256_hex(text.as_bytes());
-        self.state.sent.insert(rel.to_owned(), sha);
+        self.state.sent.insert(rel.to_owned(), sha.clone());
         let key = format!("/{rel}");
         let sent = match existing {
             Some(m) => self
@@ -237,6 +241,17 @@ impl<'a> Pass<'a> {
             None => self.store.api.create(&key, &text),
         };
         match sent {
+            // Stored as something else (line endings normalised, say):
+            // sent again, it would be changed again, every pass.
+            Ok(m) if m.content_sha256 != sha => {
+                self.state.sent.remove(rel);
+                self.refused(
+                    rel,
+                    scanned,
+                    "the service stored other content than was sent",
+                );
+                Some(m.content_sha256)
+            }
             Ok(m) => {
                 self.state.refused.remove(rel);
                 self.state.sent.remove(rel);
@@ -248,7 +263,11 @@ impl<'a> Pass<'a> {
             Err(Fail::NotFound) => self.failed(rel, "the memory store is gone"),
             // The memory moved under the precondition (or the path was
             // taken): the next pass sees the winner and applies the rules.
-            Err(Fail::Conflict) => None,
+            Err(Fail::Conflict) => {
+                self.state.sent.remove(rel);
+                self.events.push(SyncEvent::Raced(shown(rel)));
+                None
+            }
             Err(Fail::Refused) => self.refused(
                 rel,
                 scanned,
@@ -289,6 +308,12 @@ impl<'a> Pass<'a> {
     /// fits this pass's cap, with the baseline sha as its precondition.
     fn delete(&mut self, rel: &str, memory: &Memory, base: &str) -> Option<String> {
         let keep = Some(base.to_owned());
+        // Something the store will not show is in the file's place (a
+        // symbolic link, say): not a deletion; say what is there.
+        if let Some(Err(e)) = local::path_of(rel).map(|path| self.local.stat(&path)) {
+            self.state.missing_since.remove(rel);
+            return self.failed(rel, &e.to_string()).or(keep);
+        }
         if self.options.deletes == DeleteMode::Disabled {
             self.deletes_suppressed += 1;
             return keep;
@@ -381,22 +406,24 @@ impl<'a> Pass<'a> {
                     continue;
                 }
             };
-            // What is written must be what the listing's sha names: a
-            // missing or different body would empty or change both sides.
-            let Some(content) = memory
-                .content
-                .filter(|c| local::sha256_hex(c.as_bytes()) == memory.content_sha256)
-            else {
+            // What is written must be what the listing named, sha and
+            // size: a missing, different or grown body would empty, change
+            // or bloat both sides, and the rules were decided on the
+            // listing.
+            let Some(content) = memory.content.filter(|c| {
+                c.len() as u64 == listed.content_size_bytes
+                    && local::sha256_hex(c.as_bytes()) == listed.content_sha256
+            }) else {
                 self.failed(
                     &rel,
-                    "the service sent content that does not match its sha256",
+                    "the service sent content that does not match the sha256 and size it listed",
                 );
                 continue;
             };
             match local::write_if(self.local, &path, expected.as_deref(), content.as_bytes()) {
                 Ok(Checked::Done) => {
                     self.events.push(SyncEvent::Pulled(shown(&rel)));
-                    self.state.baseline.insert(rel, memory.content_sha256);
+                    self.state.baseline.insert(rel, listed.content_sha256);
                 }
                 // Changed here meanwhile: the next pass sees both changes.
                 Ok(Checked::Moved) => {}

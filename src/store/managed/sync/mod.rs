@@ -9,7 +9,7 @@
 mod local;
 mod merge;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
 
@@ -168,6 +168,13 @@ pub enum SyncEvent {
     Differs(String),
     /// A name no memory path can spell, on either side: skipped.
     Unspellable(String),
+    /// The service holds a memory at this name and memories below it; a
+    /// local store holds a file or a directory at one name, never both,
+    /// so this memory is not synced (the memories below are).
+    Shadowed(String),
+    /// Changed on the service between the pass's listing and its upload:
+    /// nothing was sent; the next pass applies the rules to both changes.
+    Raced(String),
     /// This path failed (the service or the local store); the next pass
     /// tries again.
     Failed(String, String),
@@ -217,6 +224,14 @@ impl fmt::Display for SyncEvent {
                 "conflict: {p} differs on the two sides, with no earlier sync to tell which is newer; left alone (make them equal or delete one)"
             ),
             SyncEvent::Unspellable(p) => write!(f, "skipped {p}: not a valid memory path"),
+            SyncEvent::Shadowed(p) => write!(
+                f,
+                "skipped {p}: the service holds a memory at this name and memories below it, which no local store can hold at once (rename one on the service)"
+            ),
+            SyncEvent::Raced(p) => write!(
+                f,
+                "{p} changed on the service during this pass: the local edit was not sent; the next pass decides"
+            ),
             SyncEvent::Failed(p, why) => write!(f, "{p}: {why}; tried again next pass"),
             SyncEvent::DeletesHeld(n) => {
                 write!(f, "delete cap reached: {n} deletions held for later passes")
@@ -231,6 +246,24 @@ impl fmt::Display for SyncEvent {
                 }
             ),
         }
+    }
+}
+
+impl SyncEvent {
+    /// Whether the pass left this path out of step, so the two sides
+    /// cannot be called in step (the CLI's `--once` then exits 1): a
+    /// failure, a refusal, a conflict left alone, a race, a name that
+    /// cannot be synced.
+    pub fn left_out_of_step(&self) -> bool {
+        matches!(
+            self,
+            SyncEvent::Failed(..)
+                | SyncEvent::Refused(..)
+                | SyncEvent::Differs(_)
+                | SyncEvent::Unspellable(_)
+                | SyncEvent::Shadowed(_)
+                | SyncEvent::Raced(_)
+        )
     }
 }
 
@@ -327,7 +360,7 @@ impl ManagedStore {
                 events,
             });
         }
-        let remote = self.remote(&mut events)?;
+        let (remote, shadowed) = self.remote(&mut events)?;
         merge::settle_sent(state, &remote);
         // One file gone is a deletion; every file gone at once is a wipe,
         // counted after settling so an upload that landed unheard counts.
@@ -349,25 +382,61 @@ impl ManagedStore {
         if matches!(outcome, SyncOutcome::Recovered(_)) {
             return Ok(SyncReport { outcome, events });
         }
-        merge::Pass::new(self, local, state, options, &mut events).run(&scan.files, &remote);
+        merge::Pass::new(self, local, state, options, &mut events).run(
+            &scan.files,
+            &remote,
+            &shadowed,
+        );
         Ok(SyncReport { outcome, events })
     }
 
     /// Every memory of the store by sync name: the crate's own (reserved
     /// names) and the marker path left out, as the SDKs leave it out.
-    fn remote(&self, events: &mut Vec<SyncEvent>) -> StoreResult<BTreeMap<String, Memory>> {
+    /// The memories a local store cannot hold (a memory with memories
+    /// below its name) are left out, and named in the second set: the pass
+    /// leaves those paths as they are on both sides.
+    fn remote(
+        &self,
+        events: &mut Vec<SyncEvent>,
+    ) -> StoreResult<(BTreeMap<String, Memory>, BTreeSet<String>)> {
         let mut remote = BTreeMap::new();
         for m in self.below(&MemoryPath::root())? {
-            let rel = m.path.trim_start_matches('/');
+            let rel = m.path.strip_prefix('/').unwrap_or(&m.path);
             if rel == MARKER_FILE || rel.split('/').any(is_reserved) {
                 continue;
             }
-            if local::path_of(rel).is_none() {
-                events.push(SyncEvent::Unspellable(shown(rel)));
+            // Spelled exactly: `//a.md` or `a.md`, trimmed, would land on
+            // `/a.md` beside the memory there.
+            if super::ops::memory_path(&m.path).is_none() {
+                // As the service spells it: `a.md` shows as `/memoriesa.md`,
+                // never as the valid `/memories/a.md`.
+                events.push(SyncEvent::Unspellable(format!(
+                    "{}{}",
+                    crate::path::ROOT,
+                    m.path
+                )));
                 continue;
             }
             remote.insert(rel.to_owned(), m);
         }
-        Ok(remote)
+        // A memory `/x` beside memories below `/x/`: a local store holds
+        // a file or a directory at one name, never both, so `/x` cannot
+        // be synced. Said, never silently left behind.
+        let shadowed: BTreeSet<String> = remote
+            .keys()
+            .filter(|rel| {
+                let below = format!("{rel}/");
+                remote
+                    .range(below.clone()..)
+                    .next()
+                    .is_some_and(|(k, _)| k.starts_with(&below))
+            })
+            .cloned()
+            .collect();
+        for rel in &shadowed {
+            remote.remove(rel);
+            events.push(SyncEvent::Shadowed(shown(rel)));
+        }
+        Ok((remote, shadowed))
     }
 }
