@@ -226,7 +226,7 @@ pub fn replay(dest: &dyn MemoryStore, plan: &Plan) -> Outcome {
                 "copied {} of {}; {} failed: {e} (the destination holds the copy so far: empty it before trying again)",
                 done,
                 count(steps.len(), "change", "changes"),
-                step.source
+                claude_memory::history::escape(&step.source)
             )));
         }
     }

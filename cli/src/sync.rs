@@ -301,11 +301,18 @@ fn lock(state_file: &Path) -> Result<std::fs::File, Failure> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt as _;
-        options
-            .mode(0o600)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+        // Nor block on a FIFO planted there.
+        options.mode(0o600).custom_flags(
+            (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32,
+        );
     }
-    let file = options.open(&name).map_err(|e| {
+    let opened = options
+        .open(&name)
+        .and_then(|f| match f.metadata()?.is_file() {
+            true => Ok(f),
+            false => Err(std::io::Error::other("not a regular file")),
+        });
+    let file = opened.map_err(|e| {
         Failure::Failed(format!(
             "cannot open the sync's lock file {}: {e}",
             Path::new(&name).display()
@@ -324,28 +331,62 @@ fn lock(state_file: &Path) -> Result<std::fs::File, Failure> {
     }
 }
 
+/// The most a state file may hold: about a million paths and their shas.
+#[cfg(feature = "managed")]
+const MAX_STATE: u64 = 256 << 20;
+
+/// Reads the state: a regular file, opened without following a link or
+/// blocking on a FIFO, at most [`MAX_STATE`] bytes.
 #[cfg(feature = "managed")]
 fn read_state(path: &Path) -> Result<claude_memory::store::managed_sync::SyncState, Failure> {
-    match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-            Failure::Failed(format!(
-                "{} is not a sync state file ({e}); delete it to start over (a first sync deletes nothing)",
-                path.display()
-            ))
-        }),
+    use std::io::Read as _;
+    let cannot =
+        |e: std::io::Error| Failure::Failed(format!("cannot read {}: {e}", path.display()));
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32,
+    );
+    let file = match options.open(path) {
+        Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Ok(claude_memory::store::managed_sync::SyncState::new())
+            return Ok(claude_memory::store::managed_sync::SyncState::new());
         }
-        Err(e) => Err(Failure::Failed(format!(
-            "cannot read {}: {e}",
+        Err(e) => return Err(cannot(e)),
+    };
+    let meta = file.metadata().map_err(cannot)?;
+    if !meta.is_file() {
+        return Err(Failure::Failed(format!(
+            "{} is not a regular file: the sync state is one (move it away)",
             path.display()
-        ))),
+        )));
     }
+    let mut bytes = Vec::new();
+    file.take(MAX_STATE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_STATE {
+        return Err(Failure::Failed(format!(
+            "{} is larger than any sync state ({MAX_STATE} bytes): delete it to start over (a first sync deletes nothing)",
+            path.display()
+        )));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| {
+        Failure::Failed(format!(
+            "{} is not a sync state file ({e}); delete it to start over (a first sync deletes nothing)",
+            path.display()
+        ))
+    })
 }
 
-/// Replaces the state file whole, as a backup is written: a new private
-/// (0600) temporary file that no planted link can redirect, fsynced, then
-/// renamed over the state. The state names every path and its sha.
+/// Replaces the state file whole: a new private (0600) temporary file
+/// beside it, made fresh (`O_EXCL`, so no planted link redirects it) under
+/// a reserved name (a killed sync's leftover is never synced), fsynced,
+/// then renamed over the state, which replaces whatever is at that name (a
+/// link planted there included) and never what a link points to. The
+/// state names every path and its sha.
 #[cfg(feature = "managed")]
 fn write_state(path: &Path, state: &claude_memory::store::managed_sync::SyncState) -> Outcome {
     use std::io::Write as _;
@@ -356,7 +397,41 @@ fn write_state(path: &Path, state: &claude_memory::store::managed_sync::SyncStat
         ))
     };
     let json = serde_json::to_vec(state).map_err(|e| fail(std::io::Error::other(e)))?;
-    let mut out = claude_memory::backup::OutputFile::create(path).map_err(fail)?;
-    out.write_all(&json).map_err(fail)?;
-    out.finish().map_err(fail)
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut attempt = 0u32;
+    let (tmp, mut file) = loop {
+        let tmp = dir.join(format!(
+            "{}-sync-state.tmp.{}.{attempt}",
+            claude_memory::path::RESERVED_PREFIX,
+            std::process::id()
+        ));
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        match options.open(&tmp) {
+            Ok(file) => break (tmp, file),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => {
+                attempt += 1;
+            }
+            Err(e) => return Err(fail(e)),
+        }
+    };
+    let written = file
+        .write_all(&json)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail(e));
+    }
+    // The rename is durable once the directory is.
+    #[cfg(unix)]
+    if let Ok(d) = std::fs::File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
 }

@@ -4,7 +4,7 @@
 //! left as it was.
 
 use crate::path::MemoryPath;
-use crate::store::{EntryKind, MemoryStore, MemoryStoreExt as _, StoreError, WriteMode};
+use crate::store::{DeleteIf, EntryKind, MemoryStore, MemoryStoreExt as _, StoreError, WriteMode};
 
 use super::ImportError;
 use super::format::Backup;
@@ -34,18 +34,13 @@ impl ImportReport {
 /// directory is new (checked), so nothing else can be at that name.
 const PLACEHOLDER: &str = ".import-placeholder";
 
-/// One done write, for the undo.
-enum Done {
-    Created(MemoryPath),
-    Replaced(MemoryPath, Vec<u8>),
-    /// A write the store could not confirm (no answer came): it may have
-    /// happened, so the undo puts back `old` (`None`: removes the file)
-    /// if the path holds what was sent.
-    Unsure {
-        path: MemoryPath,
-        sent: Vec<u8>,
-        old: Option<Vec<u8>>,
-    },
+/// One write, for the undo: the bytes written at `path`, and what was
+/// there before (`None`: nothing). Writes whose outcome is unknown (the
+/// store got no answer) are kept too: they may have happened.
+struct Done {
+    path: MemoryPath,
+    sent: Vec<u8>,
+    old: Option<Vec<u8>>,
 }
 
 impl Backup {
@@ -98,31 +93,28 @@ fn write<S: MemoryStore + ?Sized>(
     done: &mut Vec<Done>,
 ) -> Result<ImportReport, StoreError> {
     let mut report = ImportReport::default();
-    // A write that may have happened is undone as one that did.
-    let unsure = |done: &mut Vec<Done>, e: StoreError, path: &MemoryPath, sent, old| {
-        if matches!(e, StoreError::OutcomeUnknown { .. }) {
-            done.push(Done::Unsure {
+    // A write that may have happened (no answer came) is undone as one
+    // that did: the undo looks at what is there first.
+    let written = |done: &mut Vec<Done>, path: &MemoryPath, sent: &[u8], old, mode| {
+        let result = store.write(path, sent, mode);
+        if matches!(result, Ok(_) | Err(StoreError::OutcomeUnknown { .. })) {
+            done.push(Done {
                 path: path.clone(),
-                sent,
+                sent: sent.to_vec(),
                 old,
             });
         }
-        e
+        result.map(|_| ())
     };
     for step in &plan.steps {
         match step {
             Step::Create { path, data } => {
-                store
-                    .write(path, data, WriteMode::Create)
-                    .map_err(|e| unsure(done, e, path, data.clone(), None))?;
-                done.push(Done::Created(path.clone()));
+                written(done, path, data, None, WriteMode::Create)?;
                 report.created += 1;
             }
             Step::Replace { path, data, old } => {
-                store
-                    .write(path, data, WriteMode::Update(old.version))
-                    .map_err(|e| unsure(done, e, path, data.clone(), Some(old.data.clone())))?;
-                done.push(Done::Replaced(path.clone(), old.data.clone()));
+                let mode = WriteMode::Update(old.version);
+                written(done, path, data, Some(old.data.clone()), mode)?;
                 report.replaced += 1;
             }
             Step::MakeDir { path } => {
@@ -132,8 +124,7 @@ fn write<S: MemoryStore + ?Sized>(
                         reason: "cannot name a placeholder in it",
                     });
                 };
-                store.write(&placeholder, &[], WriteMode::Create)?;
-                done.push(Done::Created(placeholder.clone()));
+                written(done, &placeholder, &[], None, WriteMode::Create)?;
                 store.delete(&placeholder)?;
                 done.pop();
                 report.directories += 1;
@@ -148,25 +139,7 @@ fn write<S: MemoryStore + ?Sized>(
 fn undo<S: MemoryStore + ?Sized>(store: &S, plan: &Plan, done: Vec<Done>) -> Vec<StoreError> {
     let mut failures = Vec::new();
     for step in done.into_iter().rev() {
-        let result = match step {
-            Done::Created(path) => match store.delete(&path) {
-                Err(StoreError::NotFound { .. }) => Ok(()),
-                other => other,
-            },
-            Done::Replaced(path, old) => store.write(&path, &old, WriteMode::Overwrite).map(|_| ()),
-            Done::Unsure { path, sent, old } => match store.read(&path, sent.len() as u64) {
-                Ok(now) if now.data == sent => match old {
-                    Some(old) => store
-                        .write(&path, &old, WriteMode::Update(now.version))
-                        .map(|_| ()),
-                    None => store.delete(&path),
-                },
-                // Not written, or written over since: not this import's.
-                Ok(_) | Err(StoreError::NotFound { .. } | StoreError::TooLarge { .. }) => Ok(()),
-                Err(e) => Err(e),
-            },
-        };
-        if let Err(e) = result {
+        if let Err(e) = put_back(store, step) {
             failures.push(e);
         }
     }
@@ -187,4 +160,31 @@ fn undo<S: MemoryStore + ?Sized>(store: &S, plan: &Plan, done: Vec<Done>) -> Vec
         }
     }
     failures
+}
+
+/// Undoes one write if the path still holds what it wrote: puts back
+/// what was there (only over what it wrote), or removes the file (only
+/// if unchanged since it was checked). Another writer's change since is
+/// theirs: left as it is.
+fn put_back<S: MemoryStore + ?Sized>(store: &S, done: Done) -> Result<(), StoreError> {
+    let Done { path, sent, old } = done;
+    let Some(before) = store.stat(&path)? else {
+        return Ok(());
+    };
+    let now = match store.read(&path, sent.len() as u64) {
+        Ok(now) if now.data == sent => now,
+        Ok(_) | Err(StoreError::NotFound { .. } | StoreError::TooLarge { .. }) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    match old {
+        Some(old) => store
+            .write(&path, &old, WriteMode::Update(now.version))
+            .map(|_| ()),
+        None => {
+            let mut same = |m: &crate::store::Metadata| *m == before;
+            store
+                .delete_opts(&path, DeleteIf::FileWhere(&mut same).into())
+                .map(|_| ())
+        }
+    }
 }

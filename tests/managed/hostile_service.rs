@@ -171,7 +171,7 @@ fn an_upload_the_service_raced_is_said_and_the_pass_is_not_in_step() {
     let said = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(
-        said.contains("/memories/r.md changed on the service during this pass"),
+        said.contains("/memories/r.md changed during this pass"),
         "{said}"
     );
     assert!(!said.contains("in step"), "{said}");

@@ -223,7 +223,10 @@ fn attack_a_delete_racing_a_remote_edit_loses_nothing() {
     pass(&remote, &local, &mut state);
     local.delete(&path("/memories/seed.md")).expect("delete");
     managed_support::race(&id, 1);
-    assert_eq!(pass(&remote, &local, &mut state), []);
+    assert_eq!(
+        pass(&remote, &local, &mut state),
+        [SyncEvent::Raced(at("seed.md"))]
+    );
     let kept = remote_text(&id, "/seed.md").expect("the raced memory stays");
     assert_ne!(kept, "seed\n");
     assert_eq!(
@@ -504,7 +507,10 @@ fn attack_an_edit_made_during_a_pass_is_never_overwritten_unseen() {
     };
     let racing = EditsFirst(local, false.into());
     overwrite(&id, &memories_with_ids(&id)[0].1, "there\n");
-    assert_eq!(pass(&remote, &racing, &mut state), []);
+    assert_eq!(
+        pass(&remote, &racing, &mut state),
+        [SyncEvent::Raced(at("seed.md"))]
+    );
     assert_eq!(
         text(&racing, "/memories/seed.md").as_deref(),
         Some("the model's edit\n")

@@ -147,8 +147,8 @@ impl ManagedStore {
         let v = self.api.version(id).map_err(|e| fail(e, &root))?;
         // Content that does not match the sha the service gives for it is
         // corrupt: shown or reverted, it would pass for the real version.
-        if let (Some(content), Some(sha)) = (&v.content, &v.content_sha256)
-            && crate::store::sha256_hex(content.as_bytes()) != *sha
+        if let Some(content) = &v.content
+            && v.content_sha256.as_deref() != Some(&crate::store::sha256_hex(content.as_bytes()))
         {
             return Err(StoreError::Integrity { path: root });
         }

@@ -11,6 +11,10 @@ use crate::store::managed::api::{Fail, Memory};
 use crate::store::managed::ops::{MAX_BYTES, MAX_SEGMENTS};
 use crate::store::{MemoryStore, StoreError};
 
+/// Why a path with a local directory where a file belongs is not synced.
+const DIRECTORY_HERE: &str =
+    "a directory is here and a file on the service: not synced until one of them is moved";
+
 /// Bounds of the per-pass delete cap, as the SDKs set them.
 const DELETE_CAP_FLOOR: usize = 8;
 const DELETE_CAP_CEILING: usize = 50;
@@ -308,11 +312,19 @@ impl<'a> Pass<'a> {
     /// fits this pass's cap, with the baseline sha as its precondition.
     fn delete(&mut self, rel: &str, memory: &Memory, base: &str) -> Option<String> {
         let keep = Some(base.to_owned());
-        // Something the store will not show is in the file's place (a
-        // symbolic link, say): not a deletion; say what is there.
-        if let Some(Err(e)) = local::path_of(rel).map(|path| self.local.stat(&path)) {
-            self.state.missing_since.remove(rel);
-            return self.failed(rel, &e.to_string()).or(keep);
+        // Something else is in the file's place (a directory, or what the
+        // store will not show, such as a symbolic link): not a deletion;
+        // say what is there.
+        match local::path_of(rel).map(|path| self.local.stat(&path)) {
+            Some(Err(e)) => {
+                self.state.missing_since.remove(rel);
+                return self.failed(rel, &e.to_string()).or(keep);
+            }
+            Some(Ok(Some(m))) if m.kind == crate::store::EntryKind::Directory => {
+                self.state.missing_since.remove(rel);
+                return self.failed(rel, DIRECTORY_HERE).or(keep);
+            }
+            _ => {}
         }
         if self.options.deletes == DeleteMode::Disabled {
             self.deletes_suppressed += 1;
@@ -352,7 +364,10 @@ impl<'a> Pass<'a> {
                 None
             }
             // Changed there since the listing: the next pass restores it.
-            Err(Fail::Conflict) => keep,
+            Err(Fail::Conflict) => {
+                self.events.push(SyncEvent::Raced(shown(rel)));
+                keep
+            }
             Err(Fail::Refused) => self.failed(rel, "the service refused the delete").or(keep),
             Err(Fail::Unreachable(cause) | Fail::Unknown(cause)) => self
                 .failed(rel, &format!("could not delete on the service ({cause})"))
@@ -396,7 +411,10 @@ impl<'a> Pass<'a> {
             let memory = match self.store.api.retrieve(&listed.id) {
                 Ok(m) => m,
                 // Deleted since the listing: the next pass reconciles it.
-                Err(Fail::NotFound) => continue,
+                Err(Fail::NotFound) => {
+                    self.events.push(SyncEvent::Raced(shown(&rel)));
+                    continue;
+                }
                 Err(Fail::Unreachable(cause) | Fail::Unknown(cause)) => {
                     self.failed(&rel, &format!("could not fetch it ({cause})"));
                     continue;
@@ -425,8 +443,14 @@ impl<'a> Pass<'a> {
                     self.events.push(SyncEvent::Pulled(shown(&rel)));
                     self.state.baseline.insert(rel, listed.content_sha256);
                 }
-                // Changed here meanwhile: the next pass sees both changes.
-                Ok(Checked::Moved) => {}
+                // A directory in its place can hold no memory; a file
+                // changed here meanwhile is the next pass's.
+                Ok(Checked::Moved) => match self.local.stat(&path) {
+                    Ok(Some(m)) if m.kind == crate::store::EntryKind::Directory => {
+                        self.failed(&rel, DIRECTORY_HERE);
+                    }
+                    _ => self.events.push(SyncEvent::Raced(shown(&rel))),
+                },
                 Err(e) => {
                     self.failed(&rel, &e.to_string());
                 }

@@ -172,8 +172,9 @@ pub enum SyncEvent {
     /// local store holds a file or a directory at one name, never both,
     /// so this memory is not synced (the memories below are).
     Shadowed(String),
-    /// Changed on the service between the pass's listing and its upload:
-    /// nothing was sent; the next pass applies the rules to both changes.
+    /// Changed during the pass (on the service between its listing and a
+    /// request, or here between the scan and a write): left as it is; the
+    /// next pass applies the rules to both changes.
     Raced(String),
     /// This path failed (the service or the local store); the next pass
     /// tries again.
@@ -230,7 +231,7 @@ impl fmt::Display for SyncEvent {
             ),
             SyncEvent::Raced(p) => write!(
                 f,
-                "{p} changed on the service during this pass: the local edit was not sent; the next pass decides"
+                "{p} changed during this pass: left as it is; the next pass decides"
             ),
             SyncEvent::Failed(p, why) => write!(f, "{p}: {why}; tried again next pass"),
             SyncEvent::DeletesHeld(n) => {
