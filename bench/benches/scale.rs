@@ -6,15 +6,13 @@
 //! ```text
 //! cargo bench -p claude-memory-bench --bench scale
 //! cargo bench -p claude-memory-bench --bench scale -- open     # the first part alone
-//! cargo bench -p claude-memory-bench --bench scale -- history  # history length alone
+//! cargo bench -p claude-memory-bench --bench history_length     # history against its length
 //! ```
 
 use std::fs;
 use std::io::{BufWriter, Write};
 use std::time::{Duration, Instant};
 
-use claude_memory::history::{FileLog, HistoryStore, Query};
-use claude_memory::path::MemoryPath;
 use claude_memory::{FilesystemStore, InMemoryStore, MemoryStore, MemoryTool};
 use serde_json::{Value, json};
 
@@ -94,82 +92,11 @@ fn open_and_create(dir: &std::path::Path) {
     }
 }
 
-/// Opening a filesystem store with history and one create in it, then
-/// one file's history, against the history's length (100 files, each
-/// rewritten in turn): the goal is at most 1.5x from 1,000 versions up.
-fn history_length(dir: &std::path::Path) {
-    println!("open with history + one create, and one file's history (filesystem, FileLog)");
-    let mut first = None;
-    for versions in [1_000usize, 10_000, 100_000] {
-        let root = dir.join(format!("history{versions}"));
-        {
-            let store = FilesystemStore::builder(&root)
-                .durable(false)
-                .open()
-                .expect("open");
-            let log = FileLog::for_store(&root).expect("log").sync(false);
-            let tool = MemoryTool::new(HistoryStore::open(store, log).expect("history"));
-            for i in 0..versions {
-                let p = format!("/memories/f{:03}.md", i % 100);
-                let r = if i < 100 {
-                    tool.dispatch(&json!({"command": "create", "path": p, "file_text": format!("version {i}\n")}))
-                } else {
-                    tool.dispatch(&json!({"command": "str_replace", "path": p,
-                        "old_str": format!("version {}\n", i - 100), "new_str": format!("version {i}\n")}))
-                };
-                assert!(!r.is_error, "{r:?}");
-            }
-        }
-        let open = |n: usize| {
-            let start = Instant::now();
-            let store = FilesystemStore::open(&root).expect("open");
-            let log = FileLog::for_store(&root).expect("log");
-            let tool = MemoryTool::new(HistoryStore::open(store, log).expect("history"));
-            let p = format!("/memories/new/n{n}.md");
-            let r = tool.dispatch(&json!({"command": "create", "path": p, "file_text": "x"}));
-            assert!(!r.is_error, "{r:?}");
-            start.elapsed()
-        };
-        let open = median((0..5).map(open).collect());
-        let store = FilesystemStore::open(&root).expect("open");
-        let history =
-            HistoryStore::open(store, FileLog::for_store(&root).expect("log")).expect("history");
-        let query = Query {
-            path: Some(MemoryPath::parse("/memories/f007.md").expect("path")),
-            ..Query::default()
-        };
-        let one = median(
-            (0..5)
-                .map(|_| {
-                    let start = Instant::now();
-                    let found = history.records(&query).expect("records");
-                    assert_eq!(found.len(), versions / 100);
-                    start.elapsed()
-                })
-                .collect(),
-        );
-        let (base_open, base_one) = *first.get_or_insert((open, one));
-        println!(
-            "  {versions:>8} versions: open + create {} ({:.2}x), one file's history {} ({:.2}x), peak RSS so far {:.1} MiB",
-            fmt(open),
-            open.as_secs_f64() / base_open.as_secs_f64(),
-            fmt(one),
-            one.as_secs_f64() / base_one.as_secs_f64(),
-            peak_rss_mib()
-        );
-        fs::remove_dir_all(&root).expect("cleanup");
-    }
-}
-
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo bench -- --list`
     }
     let dir = tempfile::tempdir().expect("temporary directory");
-    if std::env::args().any(|a| a == "history") {
-        history_length(dir.path());
-        return;
-    }
     open_and_create(dir.path());
     if std::env::args().any(|a| a == "open") {
         return; // `cargo bench --bench scale -- open`: this part alone

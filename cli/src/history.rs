@@ -207,9 +207,11 @@ pub fn list(
         since,
         until,
         actor,
+        limit: Some(usize::MAX),
+        ..Query::default()
     };
     // Records only: no version's content is read for a listing.
-    let versions = h.records(&query).map_err(failed)?;
+    let versions = h.versions(&query).map_err(failed)?;
     for v in &versions {
         out(line(v))?;
     }

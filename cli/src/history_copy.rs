@@ -68,7 +68,11 @@ fn stored(p: &str) -> Result<MemoryPath, Failure> {
 /// content is gone: it is skipped, and counted.
 pub fn from_history(h: &crate::history::History) -> Result<Plan, Failure> {
     let mut plan = Plan::default();
-    for r in h.records(&Default::default()).map_err(failed)? {
+    let all = claude_memory::history::Query {
+        limit: Some(usize::MAX),
+        ..Default::default()
+    };
+    for r in h.versions(&all).map_err(failed)? {
         let paths = [Some(&r.path), r.from.as_ref()];
         if paths
             .into_iter()

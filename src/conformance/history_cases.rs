@@ -35,8 +35,13 @@ fn p(s: &str) -> MemoryPath {
     MemoryPath::parse(s).expect("path")
 }
 
+/// Every version, with its content (a listing holds records only).
 fn all(h: &Store<'_>) -> Vec<crate::history::Revision> {
-    h.versions(&Query::default()).expect("versions")
+    h.versions(&Query::default())
+        .expect("versions")
+        .into_iter()
+        .map(|v| h.version(v.id).expect("version"))
+        .collect()
 }
 
 fn read(h: &Store<'_>, path: &str) -> Option<String> {
@@ -367,7 +372,7 @@ pub fn history_queries_filter(store: &dyn MemoryStore, log: OpenLog<'_>) {
     };
     assert_eq!(paths(label).len(), 3);
     let one = h.versions(&Query::default()).expect("versions")[1].clone();
-    assert_eq!(h.version(one.id).expect("show"), one);
+    assert_eq!(h.version(one.id).expect("show").clone_record(), one);
     assert!(h.version(9_999).is_err());
 }
 

@@ -33,12 +33,14 @@ mod edit_cases;
 mod helpers;
 mod history_cases;
 mod input_cases;
+mod log_cases;
 mod store_cases;
 mod view_cases;
 
 pub use edit_cases::*;
 pub use history_cases::*;
 pub use input_cases::*;
+pub use log_cases::*;
 pub use store_cases::*;
 pub use view_cases::*;
 
@@ -175,6 +177,10 @@ pub const HISTORY_CASES: &[(&str, HistoryCase)] = &[
     ("history_diff_revert_restore", history_diff_revert_restore),
     ("history_redact_and_prune", history_redact_and_prune),
     ("history_repair_on_open", history_repair_on_open),
+    (
+        "history_log_answers_match_the_reference",
+        history_log_answers_match_the_reference,
+    ),
 ];
 
 /// Runs a history case on a store and log provided by `with`, which
@@ -200,6 +206,7 @@ macro_rules! history_conformance_tests {
             history_diff_revert_restore,
             history_redact_and_prune,
             history_repair_on_open,
+            history_log_answers_match_the_reference,
         }
     };
 }
@@ -241,7 +248,7 @@ mod tests {
             let file = entry.expect("directory entry").path();
             if file
                 .file_name()
-                .is_some_and(|n| n == "mod.rs" || n == "history_cases.rs")
+                .is_some_and(|n| n == "mod.rs" || n == "history_cases.rs" || n == "log_cases.rs")
             {
                 continue;
             }
@@ -273,12 +280,14 @@ mod tests {
     }
 
     /// The same for the history cases: every `pub fn` of
-    /// `history_cases.rs` is in `HISTORY_CASES` (and the macro, whose
+    /// `history_cases.rs` and `log_cases.rs` is in `HISTORY_CASES` (and the macro, whose
     /// expansion `tests/history/conformance.rs` checks against it).
     #[test]
     fn every_history_case_is_listed() {
-        let file = source_dir().join("history_cases.rs");
-        let text = std::fs::read_to_string(file).expect("history_cases.rs");
+        let mut text = String::new();
+        for name in ["history_cases.rs", "log_cases.rs"] {
+            text += &std::fs::read_to_string(source_dir().join(name)).expect(name);
+        }
         let mut defined: Vec<String> = text
             .lines()
             .filter_map(|l| l.strip_prefix("pub fn "))

@@ -3,8 +3,10 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::index::{CHECKPOINT_EVERY, Index};
+use super::log::{Filter, Order};
 use super::repair::{left_at, touched};
-use super::store::Index;
+use super::store::PAGE;
 use super::{HistoryError, HistoryStore, Revision, sha256_hex};
 use crate::path::MemoryPath;
 use crate::store::{MemoryStore, StoreError};
@@ -18,28 +20,68 @@ impl<S: MemoryStore> HistoryStore<S> {
         if last <= index.seen {
             return Ok(());
         }
-        let mut newer = self.log.load_after(index.seen)?;
-        newer.sort_by_key(|v| v.id);
-        for v in &mut newer {
-            if v.file == 0 {
-                v.file = v.id;
+        // Far behind: start from a checkpoint another writer saved since.
+        if last - index.seen > CHECKPOINT_EVERY * 2
+            && let Some(saved) = self
+                .log
+                .checkpoint()?
+                .and_then(|data| Index::from_checkpoint(&data, last))
+            && saved.seen > index.seen
+        {
+            *index = saved;
+        }
+        let check = self.log.locks_writers();
+        self.advance(index, check, check)?;
+        index.seen = index.seen.max(last);
+        Ok(())
+    }
+
+    /// Applies the versions after `index.seen` to `index`, read page by
+    /// page, once those whose change never happened are found (`check`;
+    /// they are dropped from the log if `drop`, and left out of the index
+    /// either way). The versions after a checkpoint are the ones a crash
+    /// may have left half done: memory holds them (the checkpoint
+    /// interval and the last change), not the history. What was left
+    /// out, and how many were read.
+    pub(super) fn advance(
+        &self,
+        index: &mut Index,
+        check: bool,
+        drop: bool,
+    ) -> Result<(Vec<u64>, usize), HistoryError> {
+        let mut newer: Vec<Revision> = Vec::new();
+        let mut after = index.seen;
+        loop {
+            let filter = Filter {
+                after: Some(after),
+                ..Filter::default()
+            };
+            let page = self.log.find(&filter, Order::Oldest, PAGE)?;
+            let Some(end) = page.last().map(|v| v.id) else {
+                break;
+            };
+            after = end;
+            for mut v in page {
+                if v.file == 0 {
+                    v.file = v.id;
+                }
+                newer.push(v);
             }
         }
-        let dropped = if self.log.locks_writers() {
+        let read = newer.len();
+        let dropped = if check {
             self.unapplied(index, &newer)?
         } else {
             Vec::new()
         };
-        if !dropped.is_empty() {
+        if drop && !dropped.is_empty() {
             self.log.drop_versions(&dropped)?;
-            let gone: HashSet<u64> = dropped.into_iter().collect();
-            newer.retain(|v| !gone.contains(&v.id));
         }
-        for v in &newer {
+        let gone: HashSet<u64> = dropped.iter().copied().collect();
+        for v in newer.iter().filter(|v| !gone.contains(&v.id)) {
             index.apply(v);
         }
-        index.seen = last;
-        Ok(())
+        Ok((dropped, read))
     }
 
     /// The ids of the versions in `newer` (other writers' versions, ids

@@ -21,6 +21,7 @@ use object_store::path::Path;
 use object_store::{ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 
+use super::log::{Filter, Order};
 use super::{ChangeOp, HistoryError, HistoryLog, Revision};
 use crate::store::CloudStore;
 use crate::store::object::intent::{create, delete_all};
@@ -207,34 +208,75 @@ impl HistoryLog for CloudLog {
         Ok(())
     }
 
-    fn load(&self) -> Result<Vec<Revision>, HistoryError> {
-        let keys: Vec<Path> = self.ids()?.into_iter().map(|id| self.key(id)).collect();
-        let bucket = Arc::clone(&self.store.store);
-        let bodies = self.run(async move {
-            stream::iter(keys)
-                .map(|k| {
-                    let bucket = Arc::clone(&bucket);
-                    async move {
-                        match bucket.get(&k).await {
-                            Ok(r) => r.bytes().await.map(|b| Some(b.to_vec())),
-                            Err(object_store::Error::NotFound { .. }) => Ok(None),
-                            Err(e) => Err(e),
-                        }
-                    }
-                })
-                .buffered(16)
-                .try_collect::<Vec<_>>()
-                .await
+    fn get(&self, id: u64) -> Result<Option<Revision>, HistoryError> {
+        let (bucket, key) = (Arc::clone(&self.store.store), self.key(id));
+        let body = self.run(async move {
+            match bucket.get(&key).await {
+                Ok(r) => r.bytes().await.map(|b| Some(b.to_vec())),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
         })?;
-        bodies
+        body.map(|b| {
+            serde_json::from_slice::<Record>(&b)
+                .map(Record::into_revision)
+                .map_err(log_error)
+        })
+        .transpose()
+    }
+
+    /// The ids come from one listing of the log (a request per 1,000
+    /// versions); the records of those in range are read 16 at a time
+    /// until `limit` match.
+    fn find(
+        &self,
+        filter: &Filter,
+        order: Order,
+        limit: usize,
+    ) -> Result<Vec<Revision>, HistoryError> {
+        let mut ids: Vec<u64> = self
+            .ids()?
             .into_iter()
-            .flatten()
-            .map(|b| {
-                serde_json::from_slice::<Record>(&b)
+            .filter(|id| filter.after.is_none_or(|a| *id > a))
+            .filter(|id| filter.before.is_none_or(|b| *id < b))
+            .collect();
+        if order == Order::Newest {
+            ids.reverse();
+        }
+        let mut out = Vec::new();
+        for chunk in ids.chunks(16) {
+            let keys: Vec<Path> = chunk.iter().map(|id| self.key(*id)).collect();
+            let bucket = Arc::clone(&self.store.store);
+            let bodies = self.run(async move {
+                stream::iter(keys)
+                    .map(|k| {
+                        let bucket = Arc::clone(&bucket);
+                        async move {
+                            match bucket.get(&k).await {
+                                Ok(r) => r.bytes().await.map(|b| Some(b.to_vec())),
+                                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                                Err(e) => Err(e),
+                            }
+                        }
+                    })
+                    .buffered(16)
+                    .try_collect::<Vec<_>>()
+                    .await
+            })?;
+            for body in bodies.into_iter().flatten() {
+                let mut v = serde_json::from_slice::<Record>(&body)
                     .map(Record::into_revision)
-                    .map_err(log_error)
-            })
-            .collect()
+                    .map_err(log_error)?;
+                v.content = None;
+                if filter.matches(&v) {
+                    out.push(v);
+                    if out.len() >= limit {
+                        return Ok(out);
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {

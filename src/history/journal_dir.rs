@@ -10,7 +10,7 @@ use std::path::Path;
 use std::path::PathBuf;
 
 use super::HistoryError;
-use super::file_log::{JOURNAL, LOCK, TMP, log_error};
+use super::file_log::{JOURNAL, LOCK, log_error};
 
 /// The journal's directory: a handle on it (Unix), so every file in it is
 /// opened relative to it, following no link.
@@ -193,28 +193,51 @@ impl Dir {
         Ok(on_disk.st_ino != ours.st_ino || on_disk.st_dev != ours.st_dev)
     }
 
-    /// Replaces the journal with `text`: a new file beside it (no link
-    /// followed, created fresh), synced, renamed over it, the directory
-    /// synced.
-    pub(super) fn replace(&self, text: &[u8]) -> io::Result<()> {
+    /// Replaces the file `name` (the journal, the checkpoint) with `text`:
+    /// a new file beside it (`name.tmp`, no link followed, created fresh,
+    /// 0600), synced, renamed over it, the directory synced. A failure (a
+    /// full disk) leaves the old file as it was.
+    pub(super) fn replace_file(&self, name: &str, text: &[u8]) -> io::Result<()> {
         use rustix::fs::{Mode, OFlags};
-        let _ = rustix::fs::unlinkat(&self.fd, TMP, rustix::fs::AtFlags::empty());
+        let tmp = format!("{name}.tmp");
+        let _ = rustix::fs::unlinkat(&self.fd, &tmp, rustix::fs::AtFlags::empty());
         let fd = rustix::fs::openat(
             &self.fd,
-            TMP,
+            &tmp,
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::from_raw_mode(0o600),
         )?;
         let mut file = File::from(fd);
         let written = file.write_all(text).and_then(|()| file.sync_all());
         if let Err(e) = written {
-            let _ = rustix::fs::unlinkat(&self.fd, TMP, rustix::fs::AtFlags::empty());
+            let _ = rustix::fs::unlinkat(&self.fd, &tmp, rustix::fs::AtFlags::empty());
             return Err(e);
         }
         drop(file);
-        rustix::fs::renameat(&self.fd, TMP, &self.fd, JOURNAL)?;
+        rustix::fs::renameat(&self.fd, &tmp, &self.fd, name)?;
         rustix::fs::fsync(&self.fd)?;
         Ok(())
+    }
+
+    /// The file `name` (the checkpoint) whole, if it is there: opened
+    /// under the journal's rules (no link, not a FIFO, one link, a
+    /// regular file), and `None` too if it is over `max` bytes (not one
+    /// this crate wrote).
+    pub(super) fn read_file(
+        &self,
+        name: &str,
+        max: usize,
+    ) -> Result<Option<Vec<u8>>, HistoryError> {
+        use std::io::Read as _;
+        let file = match self.open_checked(name, "checkpoint", true)? {
+            Opened::File(file) => file,
+            Opened::Unlinked | Opened::Missing => return Ok(None),
+        };
+        let mut data = Vec::new();
+        file.take(max as u64 + 1)
+            .read_to_end(&mut data)
+            .map_err(log_error)?;
+        Ok((data.len() <= max).then_some(data))
     }
 }
 
@@ -291,12 +314,33 @@ impl Dir {
             .map_err(log_error)
     }
 
-    pub(super) fn replace(&self, text: &[u8]) -> io::Result<()> {
-        let tmp = self.path.join(TMP);
+    pub(super) fn replace_file(&self, name: &str, text: &[u8]) -> io::Result<()> {
+        let tmp = self.path.join(format!("{name}.tmp"));
         let mut file = File::create(&tmp)?;
         file.write_all(text)?;
         file.sync_all()?;
         drop(file);
-        std::fs::rename(&tmp, self.path.join(JOURNAL))
+        std::fs::rename(&tmp, self.path.join(name))
+    }
+
+    pub(super) fn read_file(
+        &self,
+        name: &str,
+        max: usize,
+    ) -> Result<Option<Vec<u8>>, HistoryError> {
+        use std::io::Read as _;
+        let path = self.path.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if !m.file_type().is_file() => return Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(log_error(e)),
+            Ok(_) => {}
+        }
+        let file = File::open(path).map_err(log_error)?;
+        let mut data = Vec::new();
+        file.take(max as u64 + 1)
+            .read_to_end(&mut data)
+            .map_err(log_error)?;
+        Ok((data.len() <= max).then_some(data))
     }
 }

@@ -24,58 +24,195 @@ pub(super) fn json_len(text: &str) -> usize {
         .sum()
 }
 
-/// The id a journal line starts with (`{"id":N,` for a version,
-/// `{"last_id":N}` for a mark), from its first bytes.
-pub(super) fn leading_id(head: &[u8]) -> Option<u64> {
-    let rest = head
-        .strip_prefix(b"{\"id\":")
-        .or_else(|| head.strip_prefix(b"{\"last_id\":"))?;
+/// An offset to read forward from to find the first version line whose
+/// id is at least `target`: no version line before it has one. Found by
+/// a binary search over byte offsets (ids grow along the journal), each
+/// step reading a few bytes, so its cost is the log of the journal's
+/// length.
+pub(super) fn lower_bound(file: &File, len: u64, target: u64) -> Result<u64, HistoryError> {
+    const SCAN: u64 = 64 * 1024;
+    let (mut lo, mut hi) = (0u64, len);
+    while hi - lo > SCAN {
+        let mid = lo + (hi - lo) / 2;
+        let start = next_line_start(file, mid, hi)?;
+        if start >= hi {
+            break; // one long line: the rest is read line by line
+        }
+        // No version in [start, hi): reading from `start` finds the same
+        // first version as reading from `hi`.
+        match first_version_at(file, start, hi)? {
+            Some((at, id)) if id < target => lo = next_line_start(file, at + 1, hi)?,
+            Some((at, _)) => hi = at,
+            None => hi = start,
+        }
+    }
+    // The last stretch, line by line.
+    let mut found = hi;
+    let mut at = lo;
+    each_line_until(file, lo, &mut |line| {
+        if at >= hi {
+            return false;
+        }
+        if leading_version_id(line).is_some_and(|id| id >= target) {
+            found = at;
+            return false;
+        }
+        at += line.len() as u64 + 1;
+        true
+    })?;
+    Ok(found.min(hi))
+}
+
+/// The start of the first line at or after `at` (a line starts after a
+/// newline, or at 0), or `end` if none starts before it.
+fn next_line_start(file: &File, at: u64, end: u64) -> Result<u64, HistoryError> {
+    if at == 0 {
+        return Ok(0);
+    }
+    let mut reader = io::BufReader::with_capacity(4096, file);
+    reader.seek(SeekFrom::Start(at - 1)).map_err(log_error)?;
+    let mut skipped = Vec::new();
+    let n = io::BufRead::read_until(
+        &mut (&mut reader).take(MAX_LINE as u64 + 1),
+        b'\n',
+        &mut skipped,
+    )
+    .map_err(log_error)?;
+    Ok((at - 1 + n as u64).min(end))
+}
+
+/// The first version line at or after line start `start`, before `end`:
+/// its offset and id.
+fn first_version_at(file: &File, start: u64, end: u64) -> Result<Option<(u64, u64)>, HistoryError> {
+    let mut found = None;
+    let mut at = start;
+    each_line_until(file, start, &mut |line| {
+        if at >= end {
+            return false;
+        }
+        if let Some(id) = leading_version_id(line) {
+            found = Some((at, id));
+            return false;
+        }
+        at += line.len() as u64 + 1;
+        true
+    })?;
+    Ok(found)
+}
+
+/// The id a version line starts with (`{"id":N,`).
+pub(super) fn leading_version_id(line: &[u8]) -> Option<u64> {
+    let rest = line.strip_prefix(b"{\"id\":")?;
     let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
     std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
 }
 
-/// Where the first line that may hold a version with an id above `after`
-/// starts: found by reading the journal backwards from its end until a
-/// line with an id at most `after` (0 if there is none).
-pub(super) fn tail_after(file: &File, after: u64) -> Result<u64, HistoryError> {
-    const CHUNK: u64 = 64 * 1024;
-    let len = file.metadata().map_err(log_error)?.len();
-    let mut end = len;
-    // The start of the line after the one being looked at.
-    let mut next = len;
-    let mut buf = vec![0u8; CHUNK as usize];
-    let mut head = [0u8; 40];
-    while end > 0 {
-        let start = end.saturating_sub(CHUNK);
-        let n = usize::try_from(end - start).unwrap_or(0);
-        let mut reader = file;
-        reader.seek(SeekFrom::Start(start)).map_err(log_error)?;
-        reader.read_exact(&mut buf[..n]).map_err(log_error)?;
-        // Line starts in this chunk, last first (a line starts after a
-        // newline; the journal's first line at 0).
-        let mut starts: Vec<u64> = buf[..n]
-            .iter()
-            .enumerate()
-            .filter(|&(i, &b)| b == b'\n' && start + (i as u64) + 1 < len)
-            .map(|(i, _)| start + i as u64 + 1)
-            .collect();
-        if start == 0 {
-            starts.insert(0, 0);
+/// The journal's lines read backwards from an offset, each with where it
+/// starts: for a page of the newest versions, reading only the journal's
+/// tail. A line over [`MAX_LINE`] is skipped.
+pub(super) struct BackLines<'f> {
+    file: &'f File,
+    /// Where the unread part ends.
+    pos: u64,
+    /// The bytes read and not yet given out (a line's end, at the front).
+    buf: Vec<u8>,
+}
+
+impl<'f> BackLines<'f> {
+    /// The lines that end before `end` (a line start), last first.
+    pub(super) fn new(file: &'f File, end: u64) -> Self {
+        BackLines {
+            file,
+            pos: end,
+            buf: Vec::new(),
         }
-        for &line in starts.iter().rev() {
-            if line >= next {
+    }
+
+    /// The previous line and its offset, `None` at the journal's start.
+    pub(super) fn prev(&mut self) -> Result<Option<(u64, Vec<u8>)>, HistoryError> {
+        const CHUNK: u64 = 64 * 1024;
+        loop {
+            // The buffer holds [pos, pos + buf.len()): a line within it
+            // starts after its last newline but one (the trailing one).
+            let body = match self.buf.last() {
+                Some(b'\n') => &self.buf[..self.buf.len() - 1],
+                _ => &self.buf[..],
+            };
+            if let Some(nl) = body.iter().rposition(|&b| b == b'\n') {
+                let line = body[nl + 1..].to_vec();
+                let at = self.pos + nl as u64 + 1;
+                self.buf.truncate(nl + 1);
+                return Ok(Some((at, line)));
+            }
+            if self.pos == 0 {
+                if self.buf.is_empty() {
+                    return Ok(None);
+                }
+                let line = body.to_vec();
+                self.buf.clear();
+                return Ok(Some((0, line)));
+            }
+            if self.buf.len() > MAX_LINE + 1 {
+                // An overlong line: skip to its start.
+                let keep = self.buf.last() == Some(&b'\n');
+                self.buf.clear();
+                if keep {
+                    self.buf.push(b'\n');
+                }
+                while self.pos > 0 {
+                    let start = self.pos.saturating_sub(CHUNK);
+                    let chunk = self.read(start, self.pos)?;
+                    self.pos = start;
+                    if let Some(nl) = chunk.iter().rposition(|&b| b == b'\n') {
+                        let mut rest = chunk[..=nl].to_vec();
+                        rest.append(&mut self.buf);
+                        self.buf = rest;
+                        break;
+                    }
+                }
                 continue;
             }
-            reader.seek(SeekFrom::Start(line)).map_err(log_error)?;
-            let m = io::Read::read(&mut reader, &mut head).map_err(log_error)?;
-            if leading_id(&head[..m]).is_some_and(|id| id <= after) {
-                return Ok(next);
-            }
-            next = line;
+            let start = self.pos.saturating_sub(CHUNK);
+            let mut chunk = self.read(start, self.pos)?;
+            chunk.append(&mut self.buf);
+            self.buf = chunk;
+            self.pos = start;
         }
-        end = start;
     }
-    Ok(0)
+
+    fn read(&self, start: u64, end: u64) -> Result<Vec<u8>, HistoryError> {
+        let mut chunk = vec![0u8; usize::try_from(end - start).unwrap_or(0)];
+        let mut reader = self.file;
+        reader.seek(SeekFrom::Start(start)).map_err(log_error)?;
+        reader.read_exact(&mut chunk).map_err(log_error)?;
+        Ok(chunk)
+    }
+}
+
+/// Calls `f` with each line from `offset` while it returns `true`.
+pub(super) fn each_line_until(
+    file: &File,
+    offset: u64,
+    f: &mut dyn FnMut(&[u8]) -> bool,
+) -> Result<(), HistoryError> {
+    let mut reader = io::BufReader::with_capacity(64 * 1024, file);
+    reader.seek(SeekFrom::Start(offset)).map_err(log_error)?;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = io::BufRead::read_until(
+            &mut (&mut reader).take(MAX_LINE as u64 + 1),
+            b'\n',
+            &mut line,
+        )
+        .map_err(log_error)?;
+        if n == 0 || line.len() > MAX_LINE {
+            return Ok(());
+        }
+        if !f(line.strip_suffix(b"\n").unwrap_or(&line)) {
+            return Ok(());
+        }
+    }
 }
 
 /// Calls `f` with each line of `file` from `offset`, reading in chunks
@@ -120,6 +257,11 @@ pub(super) fn each_line(
     }
 }
 
+/// The journal format this release writes: a mark line first, no drop
+/// lines (a dropped version is cut off or rewritten away), so a version
+/// read by its id is never one a later line dropped.
+pub(super) const FORMAT: u32 = 2;
+
 /// One journal line.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -129,9 +271,13 @@ pub(super) enum Line {
         drop: Vec<u64>,
     },
     /// The last id given out, first in a rewritten journal, so no id is
-    /// reused after the versions holding the highest ones are gone.
+    /// reused after the versions holding the highest ones are gone; and
+    /// the journal's format: [`FORMAT`] once it holds no drop lines (0.4
+    /// wrote drop lines, and no format).
     Mark {
         last_id: u64,
+        #[serde(default)]
+        format: u32,
     },
 }
 

@@ -1,43 +1,109 @@
-//! Where versions are kept: the [`HistoryLog`] trait and the in-memory
-//! log (the journal file is `file_log.rs`, the SQL logs `sql.rs`).
+//! The [`HistoryLog`] contract: where a [`HistoryStore`](super::HistoryStore)
+//! keeps its versions, and the questions it asks of them, each answered
+//! from the log's own indexes (no call reads the whole history).
 
-use std::sync::{Mutex, PoisonError};
+use std::time::SystemTime;
 
 use super::{HistoryError, Revision};
+
+/// Which versions [`HistoryLog::find`] returns: every field that is set
+/// must match. Logs answer the fields they index from their indexes and
+/// may check the others version by version ([`matches`](Self::matches)
+/// is the reference).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Ids above this one.
+    pub after: Option<u64>,
+    /// Ids below this one.
+    pub before: Option<u64>,
+    /// Versions of these files (file ids, kept across renames; see
+    /// [`file_of`]).
+    pub files: Option<Vec<u64>>,
+    /// Versions that touch this stored path (`/memories/…`), as their
+    /// path or as a rename's source.
+    pub path: Option<String>,
+    /// Versions that touch this stored path or one below it.
+    pub prefix: Option<String>,
+    /// Made at or after.
+    pub since: Option<SystemTime>,
+    /// Made at or before.
+    pub until: Option<SystemTime>,
+    /// Made by this label, or with this per-call actor.
+    pub actor: Option<String>,
+    /// Made with this per-call actor (a `tool_use` id) only.
+    pub call: Option<String>,
+}
+
+impl Filter {
+    /// Whether `v` matches (what a log without an index for a field
+    /// checks).
+    pub fn matches(&self, v: &Revision) -> bool {
+        let touched = || std::iter::once(&v.path).chain(v.from.iter());
+        self.after.is_none_or(|a| v.id > a)
+            && self.before.is_none_or(|b| v.id < b)
+            && self.files.as_ref().is_none_or(|f| f.contains(&file_of(v)))
+            && self.path.as_ref().is_none_or(|p| touched().any(|t| t == p))
+            && self
+                .prefix
+                .as_ref()
+                .is_none_or(|p| touched().any(|t| super::under(t, p)))
+            && self.since.is_none_or(|t| v.time >= t)
+            && self.until.is_none_or(|t| v.time <= t)
+            && self.actor.as_ref().is_none_or(|a| {
+                v.actor.as_deref() == Some(a.as_str()) || v.call.as_deref() == Some(a.as_str())
+            })
+            && self
+                .call
+                .as_ref()
+                .is_none_or(|c| v.call.as_deref() == Some(c.as_str()))
+    }
+}
+
+/// The order of [`HistoryLog::find`]'s answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Oldest first: ids ascending (a replay, a copy).
+    Oldest,
+    /// Newest first: ids descending (a page of a listing).
+    Newest,
+}
 
 /// A history log: where a [`HistoryStore`](super::HistoryStore) keeps its
 /// versions, outside the live store's namespace (a reserved directory, a
 /// reserved table), so no model path can reach it.
 ///
+/// The log answers questions, never "everything": one version by id, and
+/// the records matching a [`Filter`] in id order, up to a limit. A
+/// [`HistoryStore`](super::HistoryStore) keeps its own index of the live
+/// files in a checkpoint the log stores ([`save_checkpoint`](Self::save_checkpoint)),
+/// so an open reads the checkpoint and the versions after it, whatever
+/// the history's length.
+///
 /// Appends are write-ahead: a [`HistoryStore`](super::HistoryStore)
 /// appends a change's versions *before* it makes the change and
 /// [`drop_versions`](Self::drop_versions) them if the change fails; what a
-/// crash left between the two is repaired by the next open, and versions a
-/// killed writer appended are checked against the store by the next writer
-/// to take the [`exclusive`](Self::exclusive) lock, before it builds on them.
+/// crash left between the two is checked by the next writer to take the
+/// [`exclusive`](Self::exclusive) lock, before it builds on them.
 pub trait HistoryLog: Send + Sync {
     /// Appends `versions` in one step, giving each the next monotonic id
     /// (ids are never reused, across processes too).
     fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError>;
 
-    /// Every version, by ascending id.
-    fn load(&self) -> Result<Vec<Revision>, HistoryError>;
-
-    /// Every version's record without its content (`content` is `None`,
-    /// `redacted` as stored), by ascending id: what a listing needs, in a
-    /// few hundred bytes a version instead of the whole history's
-    /// content. The default loads everything and drops the content; the
-    /// crate's logs read no content at all.
-    fn records(&self) -> Result<Vec<Revision>, HistoryError> {
-        let mut all = self.load()?;
-        for v in &mut all {
-            v.content = None;
-        }
-        Ok(all)
-    }
-
     /// Removes versions (a failed change's, or pruned ones).
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError>;
+
+    /// Version `id` with its content as stored (`None` for a version that
+    /// refers to its file's previous one), or `None` if there is none.
+    fn get(&self, id: u64) -> Result<Option<Revision>, HistoryError>;
+
+    /// The records (no content: `content` is `None`) of the versions
+    /// matching `filter`, in `order`, at most `limit` of them.
+    fn find(
+        &self,
+        filter: &Filter,
+        order: Order,
+        limit: usize,
+    ) -> Result<Vec<Revision>, HistoryError>;
 
     /// Erases a version's content, keeping its record (sha256 and size
     /// included). `false` if there is no such version.
@@ -56,6 +122,13 @@ pub trait HistoryLog: Send + Sync {
         redacted: bool,
     ) -> Result<bool, HistoryError>;
 
+    /// Marks version `id` redacted without touching its content (a
+    /// version that refers to a redacted one's content, and so has none
+    /// of its own). `false` if there is no such version.
+    fn mark_redacted(&self, id: u64) -> Result<bool, HistoryError> {
+        self.redact(id)
+    }
+
     /// Makes dropped versions' content unrecoverable from the log's
     /// storage (a journal file rewrites itself, a database vacuums);
     /// called after pruning and redacting.
@@ -68,22 +141,17 @@ pub trait HistoryLog: Send + Sync {
     /// version, the change) and an opener takes for its repair: so no
     /// repair ever sees another process's change half made. `change` gets
     /// the highest id given out so far, so a writer can tell whether
-    /// others appended since it last looked. The appends, drops and loads
-    /// `change` makes run under the same lock (it is re-entrant for this
-    /// log). The default holds no lock beyond the caller's own: right for
-    /// a log only one process can reach ([`MemoryLog`]).
+    /// others appended since it last looked. The log calls `change` made
+    /// under the same lock (it is re-entrant for this log). The default
+    /// holds no lock beyond the caller's own: right for a log only one
+    /// process can reach ([`MemoryLog`](super::MemoryLog)).
     fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
-        let last = self.load()?.last().map_or(0, |v| v.id);
+        let last = self
+            .find(&Filter::default(), Order::Newest, 1)?
+            .first()
+            .map_or(0, |v| v.id);
         change(last);
         Ok(())
-    }
-
-    /// The versions with an id above `after`, by ascending id (what other
-    /// processes appended since).
-    fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
-        let mut all = self.load()?;
-        all.retain(|v| v.id > after);
-        Ok(all)
     }
 
     /// Whether [`exclusive`](Self::exclusive) holds every other writer of
@@ -93,10 +161,26 @@ pub trait HistoryLog: Send + Sync {
     /// version another writer appended, seen under the lock, either done
     /// or left by a writer that died, so a writer checks such versions
     /// against the store and drops those it contradicts; without the lock
-    /// (the default, [`MemoryLog`]) it may be a change still under way,
-    /// and is taken as done.
+    /// (the default, [`MemoryLog`](super::MemoryLog)) it may be a change
+    /// still under way, and is taken as done.
     fn locks_writers(&self) -> bool {
         false
+    }
+
+    /// The last checkpoint [`save_checkpoint`](Self::save_checkpoint)
+    /// stored, as it was given (`None`: none, and an open then reads the
+    /// whole history once, and saves one).
+    fn checkpoint(&self) -> Result<Option<Vec<u8>>, HistoryError> {
+        Ok(None)
+    }
+
+    /// Stores `data`, the history's index of the live files at some
+    /// version, replacing the last one (all or nothing: a failure leaves
+    /// the last one). Private as the versions are; the default keeps
+    /// none.
+    fn save_checkpoint(&self, data: &[u8]) -> Result<(), HistoryError> {
+        let _ = data;
+        Ok(())
     }
 }
 
@@ -106,14 +190,14 @@ impl<T: HistoryLog + ?Sized> HistoryLog for $ty<T> {
     fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
         (**self).append(versions)
     }
-    fn load(&self) -> Result<Vec<Revision>, HistoryError> {
-        (**self).load()
-    }
-    fn records(&self) -> Result<Vec<Revision>, HistoryError> {
-        (**self).records()
-    }
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
         (**self).drop_versions(ids)
+    }
+    fn get(&self, id: u64) -> Result<Option<Revision>, HistoryError> {
+        (**self).get(id)
+    }
+    fn find(&self, filter: &Filter, order: Order, limit: usize) -> Result<Vec<Revision>, HistoryError> {
+        (**self).find(filter, order, limit)
     }
     fn redact(&self, id: u64) -> Result<bool, HistoryError> {
         (**self).redact(id)
@@ -126,17 +210,23 @@ impl<T: HistoryLog + ?Sized> HistoryLog for $ty<T> {
     ) -> Result<bool, HistoryError> {
         (**self).replace_content(id, content, redacted)
     }
+    fn mark_redacted(&self, id: u64) -> Result<bool, HistoryError> {
+        (**self).mark_redacted(id)
+    }
     fn compact(&self) -> Result<(), HistoryError> {
         (**self).compact()
     }
     fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
         (**self).exclusive(change)
     }
-    fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
-        (**self).load_after(after)
-    }
     fn locks_writers(&self) -> bool {
         (**self).locks_writers()
+    }
+    fn checkpoint(&self) -> Result<Option<Vec<u8>>, HistoryError> {
+        (**self).checkpoint()
+    }
+    fn save_checkpoint(&self, data: &[u8]) -> Result<(), HistoryError> {
+        (**self).save_checkpoint(data)
     }
 }
     )*};
@@ -145,240 +235,10 @@ impl<T: HistoryLog + ?Sized> HistoryLog for $ty<T> {
 use std::sync::Arc;
 forward_log!(Arc, Box);
 
-/// A log in memory, for [`InMemoryStore`](crate::InMemoryStore) and tests.
-///
-/// **Bounded.** It holds at most [`capacity`](Self::with_capacity) bytes
-/// of content ([`DEFAULT_MEMORY_LOG_CAP`], 64 MiB, unless set): past it,
-/// the oldest versions go first, as [`HistoryStore::prune`](super::HistoryStore::prune)
-/// would remove them (never the latest version of a file, whose content
-/// a later rename or delete may hand on), and [`evicted`](Self::evicted)
-/// counts them. So a model editing a 1 MB file 300 times keeps the
-/// process at the cap, not at 300 MB. An in-memory log is gone when the
-/// process ends anyway; for evidence that must survive a flood, use a
-/// durable log ([`FileLog`](super::FileLog), the SQL logs) and explicit
-/// retention.
-#[derive(Debug)]
-pub struct MemoryLog {
-    state: Mutex<MemoryState>,
-    cap: usize,
-}
-
-#[derive(Debug, Default)]
-struct MemoryState {
-    last_id: u64,
-    versions: std::collections::VecDeque<Revision>,
-    /// Bytes of content held.
-    held: usize,
-    evicted: u64,
-}
-
-/// The default cap of a [`MemoryLog`]'s content: 64 MiB.
-pub const DEFAULT_MEMORY_LOG_CAP: usize = 64 * 1024 * 1024;
-
-impl Default for MemoryLog {
-    fn default() -> Self {
-        Self::with_capacity(DEFAULT_MEMORY_LOG_CAP)
-    }
-}
-
-impl MemoryLog {
-    /// An empty log, holding at most [`DEFAULT_MEMORY_LOG_CAP`] bytes of
-    /// content.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// An empty log holding at most `bytes` of content (the latest
-    /// version of every file is kept even past it).
-    pub fn with_capacity(bytes: usize) -> Self {
-        MemoryLog {
-            state: Mutex::new(MemoryState::default()),
-            cap: bytes,
-        }
-    }
-
-    /// How many versions the cap has removed so far.
-    pub fn evicted(&self) -> u64 {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .evicted
-    }
-}
-
-/// What a version costs the log: its content and its record.
-fn held(v: &Revision) -> usize {
-    let text = |t: &Option<String>| t.as_ref().map_or(0, String::len);
-    128 + v.content.as_ref().map_or(0, Vec::len)
-        + v.path.len()
-        + text(&v.from)
-        + text(&v.actor)
-        + text(&v.call)
-        + text(&v.note)
-}
-
-impl MemoryState {
-    /// Removes the oldest versions until the content fits `cap`, never
-    /// the latest version of a file; a kept version of the same file
-    /// that refers to a removed one's content (a rename, a delete) gets
-    /// it first.
-    fn evict(&mut self, cap: usize) {
-        if self.held <= cap {
-            return;
-        }
-        // Down to three quarters of the cap, so eviction (a pass over the
-        // log) runs once per quarter of the cap appended, not per append.
-        let target = cap - cap / 4;
-        // The latest version of each file (the ones never removed).
-        let mut latest: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
-        for v in &self.versions {
-            latest.insert(file_of(v), v.id);
-        }
-        let mut i = 0;
-        while self.held > target && i < self.versions.len() {
-            let v = &self.versions[i];
-            let file = file_of(v);
-            if latest.get(&file) == Some(&v.id) {
-                i += 1;
-                continue;
-            }
-            let Some(gone) = self.versions.remove(i) else {
-                break;
-            };
-            self.held = self.held.saturating_sub(held(&gone));
-            self.evicted += 1;
-            // Hand the content on to the next version of the same file
-            // that refers to it (no content, not redacted, same hash).
-            if let Some(content) = gone.content
-                && let Some(next) = self
-                    .versions
-                    .iter_mut()
-                    .skip(i)
-                    .find(|n| file_of(n) == file)
-                && next.content.is_none()
-                && !next.redacted
-                && next.sha256 == gone.sha256
-            {
-                self.held += content.len();
-                next.content = Some(content);
-            }
-        }
-    }
-}
-
-fn file_of(v: &Revision) -> u64 {
+/// The file id of `v`: a file's first version is stored with file `0`
+/// (its id was not known before the append) and is its own file.
+pub fn file_of(v: &Revision) -> u64 {
     if v.file == 0 { v.id } else { v.file }
-}
-
-impl HistoryLog for MemoryLog {
-    fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        for v in versions.iter_mut() {
-            state.last_id += 1;
-            v.id = state.last_id;
-            state.held += held(v);
-            state.versions.push_back(v.clone());
-        }
-        state.evict(self.cap);
-        Ok(())
-    }
-
-    fn load(&self) -> Result<Vec<Revision>, HistoryError> {
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(state.versions.iter().cloned().collect())
-    }
-
-    fn records(&self) -> Result<Vec<Revision>, HistoryError> {
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(state.versions.iter().map(record_of).collect())
-    }
-
-    fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
-        let ids: std::collections::HashSet<u64> = ids.iter().copied().collect();
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut freed = 0;
-        state.versions.retain(|v| {
-            let gone = ids.contains(&v.id);
-            if gone {
-                freed += held(v);
-            }
-            !gone
-        });
-        state.held = state.held.saturating_sub(freed);
-        Ok(())
-    }
-
-    fn redact(&self, id: u64) -> Result<bool, HistoryError> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(v) = state.versions.iter_mut().find(|v| v.id == id) else {
-            return Ok(false);
-        };
-        let before = held(v);
-        erase(v);
-        let after = held(v);
-        state.held = state.held.saturating_sub(before) + after;
-        Ok(true)
-    }
-
-    fn replace_content(
-        &self,
-        id: u64,
-        content: Vec<u8>,
-        redacted: bool,
-    ) -> Result<bool, HistoryError> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(v) = state.versions.iter_mut().find(|v| v.id == id) else {
-            return Ok(false);
-        };
-        let before = held(v);
-        v.content = Some(content);
-        v.redacted = redacted;
-        let after = held(v);
-        state.held = state.held.saturating_sub(before) + after;
-        state.evict(self.cap);
-        Ok(true)
-    }
-
-    /// In-process only: the caller's lock is enough.
-    fn exclusive(&self, change: &mut dyn FnMut(u64)) -> Result<(), HistoryError> {
-        let last = self
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .last_id;
-        change(last);
-        Ok(())
-    }
-
-    /// The versions above `after` only (a clone of them, not of the log).
-    fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(state
-            .versions
-            .iter()
-            .filter(|v| v.id > after)
-            .cloned()
-            .collect())
-    }
-}
-
-/// A version's record: a copy without its content.
-pub(super) fn record_of(v: &Revision) -> Revision {
-    Revision {
-        id: v.id,
-        file: v.file,
-        op: v.op,
-        path: v.path.clone(),
-        from: v.from.clone(),
-        time: v.time,
-        actor: v.actor.clone(),
-        call: v.call.clone(),
-        sha256: v.sha256.clone(),
-        size: v.size,
-        content: None,
-        redacted: v.redacted,
-        note: v.note.clone(),
-    }
 }
 
 pub(super) fn erase(v: &mut Revision) {

@@ -53,9 +53,11 @@ mod catch_up;
 #[cfg(feature = "cloud")]
 mod cloud_log;
 mod file_log;
+mod index;
 mod journal_dir;
 mod journal_line;
 mod log;
+mod memory_log;
 mod ops;
 mod repair;
 #[cfg(feature = "encryption")]
@@ -72,7 +74,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 #[cfg_attr(docsrs, doc(cfg(feature = "cloud")))]
 pub use self::cloud_log::CloudLog;
 pub use self::file_log::{FileLog, HISTORY_DIR};
-pub use self::log::{DEFAULT_MEMORY_LOG_CAP, HistoryLog, MemoryLog};
+pub use self::log::{Filter, HistoryLog, Order, file_of};
+pub use self::memory_log::{DEFAULT_MEMORY_LOG_CAP, MemoryLog};
 #[cfg(feature = "encryption")]
 #[cfg_attr(docsrs, doc(cfg(feature = "encryption")))]
 pub use self::sealed_log::{LogSealer, SealedLog};
@@ -82,7 +85,8 @@ pub use self::sql::PostgresLog;
 pub use self::sql::SqliteLog;
 pub use self::store::{DEFAULT_FILE_LIMIT, HistoryStore, MAX_CALL_LEN};
 pub use self::version::{
-    ChangeOp, HistoryError, Query, RepairReport, RestoreReport, Retention, Revision, SkipReason,
+    ChangeOp, DEFAULT_LIMIT, HistoryError, Query, RepairReport, RestoreReport, Retention, Revision,
+    SkipReason,
 };
 
 pub(crate) fn to_nanos(t: SystemTime) -> u64 {
@@ -106,7 +110,7 @@ pub fn format_time(t: SystemTime) -> String {
     }
 }
 
-pub(crate) use crate::store::sha256_hex;
+pub use crate::store::sha256_hex;
 
 /// A unified diff of two texts (3 lines of context), `""` if they are
 /// equal: what `diff` prints, for any history.

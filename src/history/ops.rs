@@ -1,14 +1,20 @@
-//! The operator API: [`versions`](HistoryStore::versions), diff, revert,
-//! restore, redact and prune.
+//! The operator API: [`versions`](HistoryStore::versions), one version,
+//! diff, revert, restore, redact and prune, each over the log's queries:
+//! a listing or a version costs the same whatever the history's length;
+//! what must look at every version (restore, redact, prune) walks the
+//! history page by page, in bounded memory.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::SystemTime;
 
-use super::SkipReason;
-use super::repair::{replay, touched};
+use super::index::Index;
+use super::log::{Filter, Order, file_of};
+use super::repair::touched;
+use super::store::{PAGE, UNREADABLE};
+use super::version::DEFAULT_LIMIT;
 use super::{
-    ChangeOp, HistoryError, HistoryStore, Query, RestoreReport, Retention, Revision, format_time,
-    sha256_hex, under,
+    ChangeOp, HistoryError, HistoryStore, Query, RestoreReport, Retention, Revision, SkipReason,
+    format_time, sha256_hex, under,
 };
 use crate::path::MemoryPath;
 use crate::store::{
@@ -17,49 +23,78 @@ use crate::store::{
 };
 
 impl<S: MemoryStore> HistoryStore<S> {
-    /// Versions matching `query`, ids ascending, with their content
-    /// (the whole history is read: for a listing, use
-    /// [`records`](Self::records)).
+    /// The records (no content: `content` is `None`; `redacted` says
+    /// whether it was erased) of the versions matching `query`: its page,
+    /// the newest [`Query::limit`] older than [`Query::before`], ids
+    /// ascending. For the content, [`version`](Self::version).
     pub fn versions(&self, query: &Query) -> Result<Vec<Revision>, HistoryError> {
-        Ok(matching(self.load()?, query))
-    }
-
-    /// The records of the versions matching `query`, ids ascending,
-    /// without their content (`content` is `None`; `redacted` says
-    /// whether it was erased): what `claude-memory history` lists. No
-    /// content is read, so memory is a few hundred bytes a version,
-    /// whatever the files' sizes.
-    pub fn records(&self, query: &Query) -> Result<Vec<Revision>, HistoryError> {
-        let mut records = self.log.records()?;
-        records.sort_by_key(|v| v.id);
-        // As `resolve` does for content: a version that refers to its
-        // file's previous one (a rename, a delete) is redacted with it.
-        let mut last: std::collections::HashMap<u64, (String, bool)> =
-            std::collections::HashMap::new();
-        for v in &mut records {
-            if v.file == 0 {
-                v.file = v.id;
+        let mut filter = Filter {
+            before: query.before,
+            prefix: query.prefix.as_ref().map(MemoryPath::normalized),
+            since: query.since,
+            until: query.until,
+            actor: query.actor.clone(),
+            call: query.call.clone(),
+            ..Filter::default()
+        };
+        if let Some(p) = &query.path {
+            match self.file_at(&p.normalized())? {
+                Some(file) => filter.files = Some(vec![file]),
+                None => return Ok(Vec::new()),
             }
-            if let Some((sha, redacted)) = last.get(&v.file)
-                && *redacted
-                && !v.redacted
-                && *sha == v.sha256
-                && v.note.as_deref() != Some(super::store::UNREADABLE)
-                && matches!(v.op, ChangeOp::Renamed | ChangeOp::Deleted)
-            {
-                v.redacted = true;
-            }
-            last.insert(v.file, (v.sha256.clone(), v.redacted));
         }
-        Ok(matching(records, query))
+        let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
+        let mut page = self.log.find(&filter, Order::Newest, limit)?;
+        page.reverse();
+        for v in &mut page {
+            v.file = file_of(v);
+        }
+        Ok(page)
     }
 
-    /// One version.
+    /// The file at stored path `p` now, or the last one that was there.
+    pub(super) fn file_at(&self, p: &str) -> Result<Option<u64>, HistoryError> {
+        if let Some((file, _)) = self.lock().files.get(p) {
+            return Ok(Some(*file));
+        }
+        let filter = Filter {
+            path: Some(p.to_owned()),
+            ..Filter::default()
+        };
+        Ok(self
+            .log
+            .find(&filter, Order::Newest, 1)?
+            .first()
+            .map(file_of))
+    }
+
+    /// Version `id`, with its content (`None` once redacted): a version
+    /// that refers to its file's previous one (a rename, or a delete of
+    /// content the history has) takes that one's.
     pub fn version(&self, id: u64) -> Result<Revision, HistoryError> {
-        self.load()?
-            .into_iter()
-            .find(|v| v.id == id)
-            .ok_or(HistoryError::NoSuchVersion(id))
+        let mut v = self.log.get(id)?.ok_or(HistoryError::NoSuchVersion(id))?;
+        v.file = file_of(&v);
+        let mut at = v.clone_record();
+        while v.content.is_none() && !v.redacted && at.note.as_deref() != Some(UNREADABLE) {
+            let filter = Filter {
+                files: Some(vec![v.file]),
+                before: Some(at.id),
+                ..Filter::default()
+            };
+            let Some(prev) = self.log.find(&filter, Order::Newest, 1)?.pop() else {
+                break;
+            };
+            if prev.sha256 != v.sha256 {
+                break;
+            }
+            let Some(raw) = self.log.get(prev.id)? else {
+                break;
+            };
+            v.redacted = raw.redacted;
+            v.content = raw.content.clone();
+            at = raw;
+        }
+        Ok(v)
     }
 
     /// The file's content after a version (empty after a delete).
@@ -84,7 +119,7 @@ impl<S: MemoryStore> HistoryStore<S> {
             None => {
                 let path = self.current_path(&a);
                 let text = match MemoryPath::from_stored(&path) {
-                    Some(p) => match self.inner.read(&p, u64::MAX) {
+                    Some(p) => match self.inner.read(&p, self.limit) {
                         Ok(f) => String::from_utf8_lossy(&f.data).into_owned(),
                         Err(StoreError::NotFound { .. } | StoreError::IsADirectory { .. }) => {
                             String::new()
@@ -105,7 +140,7 @@ impl<S: MemoryStore> HistoryStore<S> {
     }
 
     /// Where the file of `v` is now (its path at `v` if it is gone).
-    fn current_path(&self, v: &Revision) -> String {
+    pub(super) fn current_path(&self, v: &Revision) -> String {
         let index = self.lock();
         index
             .files
@@ -124,20 +159,36 @@ impl<S: MemoryStore> HistoryStore<S> {
         let path = self.current_path(&v);
         let target = MemoryPath::from_stored(&path)
             .ok_or_else(|| HistoryError::Log(format!("cannot name {path}")))?;
-        if let Ok(now) = self.inner.read(&target, u64::MAX)
+        if let Ok(now) = self.inner.read(&target, self.limit)
             && now.data == content
         {
             return Ok(None);
         }
         let note = format!("revert to v{id}");
         self.write_opts(&target, &content, noted(WriteMode::Overwrite, &note))?;
-        Ok(self
-            .versions(&Query {
-                path: Some(target),
-                ..Query::default()
-            })?
-            .last()
-            .map(|v| v.id))
+        let index = self.lock();
+        Ok(index.files.contains_key(&path).then_some(index.seen))
+    }
+
+    /// Calls `each` with every record matching `filter`, oldest first,
+    /// one page in memory at a time.
+    pub(super) fn walk(
+        &self,
+        filter: &Filter,
+        each: &mut dyn FnMut(Revision) -> Result<(), HistoryError>,
+    ) -> Result<(), HistoryError> {
+        let mut filter = filter.clone();
+        loop {
+            let page = self.log.find(&filter, Order::Oldest, PAGE)?;
+            let Some(last) = page.last().map(|v| v.id) else {
+                return Ok(());
+            };
+            for mut v in page {
+                v.file = file_of(&v);
+                each(v)?;
+            }
+            filter.after = Some(last);
+        }
     }
 
     /// Puts the whole store, or everything at or below `prefix`, back as it
@@ -172,24 +223,39 @@ impl<S: MemoryStore> HistoryStore<S> {
         let root = MemoryPath::root();
         let prefix = prefix.unwrap_or(&root);
         let pre = prefix.normalized();
-        let versions = self.load()?;
-        let mut then: BTreeMap<String, &Revision> = BTreeMap::new();
-        for v in versions.iter().filter(|v| v.time <= at) {
-            match v.op {
-                ChangeOp::Created | ChangeOp::Modified => {
-                    then.insert(v.path.clone(), v);
-                }
-                ChangeOp::Deleted => {
-                    then.remove(&v.path);
-                }
-                ChangeOp::Renamed => {
-                    if let Some(from) = &v.from {
-                        then.remove(from);
-                    }
-                    then.insert(v.path.clone(), v);
+        // The state at `at` (path → the version that left it), and each
+        // path's first event in the history: one walk, memory for each
+        // path below the prefix, not each version.
+        let mut then: BTreeMap<String, Revision> = BTreeMap::new();
+        let mut first_at: BTreeMap<String, Revision> = BTreeMap::new();
+        let filter = Filter {
+            prefix: Some(pre.clone()),
+            ..Filter::default()
+        };
+        self.walk(&filter, &mut |v| {
+            for p in touched(&v) {
+                if !first_at.contains_key(p) {
+                    first_at.insert(p.clone(), v.clone());
                 }
             }
-        }
+            if v.time <= at {
+                match v.op {
+                    ChangeOp::Created | ChangeOp::Modified => {
+                        then.insert(v.path.clone(), v);
+                    }
+                    ChangeOp::Deleted => {
+                        then.remove(&v.path);
+                    }
+                    ChangeOp::Renamed => {
+                        if let Some(from) = &v.from {
+                            then.remove(from);
+                        }
+                        then.insert(v.path.clone(), v);
+                    }
+                }
+            }
+            Ok(())
+        })?;
         then.retain(|p, _| under(p, &pre));
         // A live file the history does not have at `at` is deleted only
         // if the history knows its path was empty then: the path's first
@@ -201,12 +267,6 @@ impl<S: MemoryStore> HistoryStore<S> {
         // left alone: nothing says it was empty then. (Dating the path,
         // not the file, is what makes a file renamed after `at` go back
         // to its old path instead of living at both.)
-        let mut first_at: BTreeMap<&str, &Revision> = BTreeMap::new();
-        for v in &versions {
-            for p in touched(v) {
-                first_at.entry(p.as_str()).or_insert(v);
-            }
-        }
         let created_after = |path: &str| {
             first_at.get(path).is_some_and(|v| {
                 if v.time <= at {
@@ -223,7 +283,10 @@ impl<S: MemoryStore> HistoryStore<S> {
             })
         };
         let mut unreadable = Vec::new();
-        let live = self.live(prefix, &mut unreadable)?;
+        let mut live: BTreeMap<String, String> = BTreeMap::new();
+        self.each_live(prefix, &mut unreadable, &mut |p, d| {
+            live.insert(p, sha256_hex(&d));
+        })?;
         let note = format!("restore to {}", format_time(at));
         let mut report = RestoreReport::default();
         report.failed.extend(unreadable);
@@ -252,10 +315,10 @@ impl<S: MemoryStore> HistoryStore<S> {
             }
         }
         for (path, v) in &then {
-            if live.get(path).is_some_and(|d| sha256_hex(d) == v.sha256) {
+            if live.get(path) == Some(&v.sha256) {
                 continue;
             }
-            let Some(content) = &v.content else {
+            let Some(content) = self.version(v.id)?.content else {
                 report.skipped.push((path.clone(), SkipReason::Redacted));
                 continue;
             };
@@ -267,11 +330,11 @@ impl<S: MemoryStore> HistoryStore<S> {
                 continue;
             }
             let write = noted(WriteMode::Overwrite, &note);
-            let mut result = self.write_opts(&p, content, write);
+            let mut result = self.write_opts(&p, &content, write);
             if matches!(result, Err(StoreError::IsADirectory { .. })) {
                 // An empty directory left where the file was.
                 let _ = self.remove_empty_dir(&p);
-                result = self.write_opts(&p, content, write);
+                result = self.write_opts(&p, &content, write);
             }
             match result {
                 Ok(_) => report.written.push(path.clone()),
@@ -283,24 +346,19 @@ impl<S: MemoryStore> HistoryStore<S> {
 
     /// Erases version `id`'s content, and that of every other version
     /// holding the same content (same sha256: a leaked secret is kept by
-    /// the delete that removed it and by reverts too); their records (path,
-    /// operation, time, actor, sha256, size) stay. Returns the ids erased,
-    /// `id` first.
+    /// the delete that removed it, by renames that refer to it, and by
+    /// reverts too); their records (path, operation, time, actor, sha256,
+    /// size) stay, marked redacted. Returns the ids erased, `id` first.
     pub fn redact(&self, id: u64) -> Result<Vec<u64>, HistoryError> {
-        self.operator(|| {
-            let versions = self.load()?;
-            let target = versions
-                .iter()
-                .find(|v| v.id == id)
-                .ok_or(HistoryError::NoSuchVersion(id))?;
+        self.operator(|_| {
+            let target = self.log.get(id)?.ok_or(HistoryError::NoSuchVersion(id))?;
             let mut ids = vec![id];
-            ids.extend(
-                versions
-                    .iter()
-                    .filter(|v| v.id != id && v.sha256 == target.sha256 && v.content.is_some())
-                    .map(|v| v.id),
-            );
-            drop(versions);
+            self.walk(&Filter::default(), &mut |v| {
+                if v.id != id && v.sha256 == target.sha256 && !v.redacted {
+                    ids.push(v.id);
+                }
+                Ok(())
+            })?;
             for &v in &ids {
                 self.log.redact(v)?;
             }
@@ -322,14 +380,14 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// `VACUUM FULL` would wait behind the locks that transaction holds.
     fn operator<T>(
         &self,
-        f: impl FnOnce() -> Result<(T, bool), HistoryError>,
+        f: impl FnOnce(&Index) -> Result<(T, bool), HistoryError>,
     ) -> Result<T, HistoryError> {
-        let _guard = self.lock();
+        let mut index = self.lock();
         let mut f = Some(f);
         let mut out = None;
-        self.log.exclusive(&mut |_| {
+        self.log.exclusive(&mut |last| {
             if let Some(f) = f.take() {
-                out = Some(f());
+                out = Some(self.catch_up(&mut index, last).and_then(|()| f(&index)));
             }
         })?;
         let (value, compact) =
@@ -352,15 +410,20 @@ impl<S: MemoryStore> HistoryStore<S> {
                 "nothing to redact: the text is empty".into(),
             ));
         }
-        let changed = self.operator(|| {
+        let changed = self.operator(|_| {
             let mut changed = Vec::new();
-            for v in self.log.load()? {
-                let Some(content) = &v.content else { continue };
-                if let Some(cut) = cut_out(content, text) {
+            self.walk(&Filter::default(), &mut |record| {
+                let Some(v) = self.log.get(record.id)? else {
+                    return Ok(());
+                };
+                if let Some(content) = &v.content
+                    && let Some(cut) = cut_out(content, text)
+                {
                     self.log.replace_content(v.id, cut, true)?;
                     changed.push(v.id);
                 }
-            }
+                Ok(())
+            })?;
             let compact = !changed.is_empty();
             Ok((changed, compact))
         })?;
@@ -376,102 +439,99 @@ impl<S: MemoryStore> HistoryStore<S> {
 
     /// What [`prune`](Self::prune) would remove, removing nothing.
     pub fn prune_plan(&self, retention: &Retention) -> Result<Vec<u64>, HistoryError> {
-        let versions = self.load()?;
-        Ok(Self::beyond(&versions, retention))
+        let live: BTreeSet<u64> = self.lock().files.values().map(|(f, _)| *f).collect();
+        self.beyond(&live, retention)
     }
 
-    fn beyond(versions: &[Revision], retention: &Retention) -> Vec<u64> {
-        let live: BTreeSet<u64> = replay(versions)
-            .into_values()
-            .map(|(_, file)| file)
-            .collect();
+    /// The versions beyond `retention`: per file, those past the newest
+    /// `keep_per_file` or older than `max_age`, never the latest version
+    /// of a live file. Walks the history once, holding an id and a time
+    /// per version of the files (16 bytes each), no record.
+    fn beyond(
+        &self,
+        live: &BTreeSet<u64>,
+        retention: &Retention,
+    ) -> Result<Vec<u64>, HistoryError> {
         let cutoff = retention
             .max_age
             .and_then(|age| SystemTime::now().checked_sub(age));
-        let mut by_file: BTreeMap<u64, Vec<&Revision>> = BTreeMap::new();
-        for v in versions {
-            by_file.entry(v.file).or_default().push(v);
-        }
+        // An open replays every version after the checkpoint (a pruned
+        // rename there would leave its source live in the replay): those
+        // stay until a later checkpoint covers them.
+        let covered = self
+            .log
+            .checkpoint()?
+            .and_then(|data| Index::from_checkpoint(&data, u64::MAX))
+            .map(|saved| saved.seen);
+        let mut by_file: HashMap<u64, Vec<(u64, SystemTime)>> = HashMap::new();
+        let filter = Filter {
+            before: covered.map(|at| at.saturating_add(1)),
+            ..Filter::default()
+        };
+        self.walk(&filter, &mut |v| {
+            by_file.entry(v.file).or_default().push((v.id, v.time));
+            Ok(())
+        })?;
         let mut removed = Vec::new();
-        for (file, mut list) in by_file {
-            list.sort_by_key(|v| std::cmp::Reverse(v.id));
-            for (i, v) in list.iter().enumerate() {
+        for (file, list) in by_file {
+            for (i, (id, time)) in list.iter().rev().enumerate() {
                 if i == 0 && live.contains(&file) {
                     continue;
                 }
                 let too_many = retention.keep_per_file.is_some_and(|k| i >= k);
-                let too_old = cutoff.is_some_and(|c| v.time < c);
+                let too_old = cutoff.is_some_and(|c| *time < c);
                 if too_many || too_old {
-                    removed.push(v.id);
+                    removed.push(*id);
                 }
             }
         }
         removed.sort_unstable();
-        removed
+        Ok(removed)
     }
 
     /// Removes versions beyond `retention` (never the latest version of a
-    /// live file); returns the ids removed. A version that another one
+    /// live file, nor one after the history's last checkpoint, which an
+    /// open replays: those go once a later checkpoint covers them);
+    /// returns the ids removed. A version that another one
     /// refers to for its content (a rename, a delete) hands its content
     /// on to it first, so no kept version loses its content.
     pub fn prune(&self, retention: &Retention) -> Result<Vec<u64>, HistoryError> {
-        self.operator(|| self.prune_locked(retention))
-    }
-
-    fn prune_locked(&self, retention: &Retention) -> Result<(Vec<u64>, bool), HistoryError> {
-        let versions = self.load()?;
-        let removed = Self::beyond(&versions, retention);
-        if !removed.is_empty() {
+        self.operator(|index| {
+            let live: BTreeSet<u64> = index.files.values().map(|(f, _)| *f).collect();
+            let removed = self.beyond(&live, retention)?;
+            if removed.is_empty() {
+                return Ok((removed, false));
+            }
             let gone: BTreeSet<u64> = removed.iter().copied().collect();
-            // Kept versions that refer to a removed one's content: store it.
-            let raw: BTreeMap<u64, bool> = self
-                .log
-                .load()?
-                .into_iter()
-                .map(|v| (v.id, v.content.is_none() && !v.redacted))
-                .collect();
-            for v in &versions {
-                if !gone.contains(&v.id)
-                    && raw.get(&v.id) == Some(&true)
-                    && let Some(c) = &v.content
+            // Kept versions right after a removed one of their file that
+            // refer to its content: they get it first.
+            let mut heirs = Vec::new();
+            let mut last_of: HashMap<u64, u64> = HashMap::new();
+            self.walk(&Filter::default(), &mut |v| {
+                if let Some(prev) = last_of.insert(v.file, v.id)
+                    && gone.contains(&prev)
+                    && !gone.contains(&v.id)
+                    && !v.redacted
                 {
-                    self.log.replace_content(v.id, c.clone(), v.redacted)?;
+                    heirs.push(v.id);
+                }
+                Ok(())
+            })?;
+            for id in heirs {
+                let Some(raw) = self.log.get(id)? else {
+                    continue;
+                };
+                if raw.content.is_none() && raw.note.as_deref() != Some(UNREADABLE) {
+                    let v = self.version(id)?;
+                    if let Some(c) = v.content {
+                        self.log.replace_content(id, c, v.redacted)?;
+                    }
                 }
             }
             self.log.drop_versions(&removed)?;
-        }
-        let compact = !removed.is_empty();
-        Ok((removed, compact))
+            Ok((removed, true))
+        })
     }
-}
-
-/// The versions of `versions` matching `query`.
-fn matching(versions: Vec<Revision>, query: &Query) -> Vec<Revision> {
-    let files: Option<BTreeSet<u64>> = query.path.as_ref().map(|p| {
-        let p = p.normalized();
-        versions
-            .iter()
-            .filter(|v| touched(v).any(|t| *t == p))
-            .map(|v| v.file)
-            .collect()
-    });
-    let prefix = query.prefix.as_ref().map(MemoryPath::normalized);
-    versions
-        .into_iter()
-        .filter(|v| files.as_ref().is_none_or(|f| f.contains(&v.file)))
-        .filter(|v| {
-            prefix
-                .as_ref()
-                .is_none_or(|pre| touched(v).any(|t| under(t, pre)))
-        })
-        .filter(|v| query.since.is_none_or(|t| v.time >= t))
-        .filter(|v| query.until.is_none_or(|t| v.time <= t))
-        .filter(|v| {
-            query.actor.as_ref().is_none_or(|a| {
-                v.actor.as_deref() == Some(a.as_str()) || v.call.as_deref() == Some(a.as_str())
-            })
-        })
-        .collect()
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -498,7 +558,7 @@ fn cut_out(content: &[u8], text: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// A write noted `note` in the versions it makes.
-fn noted(mode: WriteMode, note: &str) -> WriteOptions<'_> {
+pub(super) fn noted(mode: WriteMode, note: &str) -> WriteOptions<'_> {
     WriteOptions {
         mode,
         quota: None,

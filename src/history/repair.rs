@@ -1,34 +1,17 @@
 //! Repair on open: the versions a crash left without their change are
-//! dropped, and the changes without a version are recorded.
+//! dropped (they lie after the last checkpoint), and the changes made
+//! without a version (outside the history, or a version lost to a power
+//! cut) are recorded, by comparing the index with the live files.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
+use super::index::Index;
+use super::log::{Filter, Order};
 use super::{ChangeOp, HistoryError, HistoryStore, RepairReport, Revision, sha256_hex};
 use crate::path::MemoryPath;
 use crate::store::{Context, MemoryStore};
 
-/// The live state the versions describe: path → (sha256, file id).
-pub(super) fn replay(versions: &[Revision]) -> BTreeMap<String, (String, u64)> {
-    let mut state = BTreeMap::new();
-    for v in versions {
-        match v.op {
-            ChangeOp::Created | ChangeOp::Modified => {
-                state.insert(v.path.clone(), (v.sha256.clone(), v.file));
-            }
-            ChangeOp::Deleted => {
-                state.remove(&v.path);
-            }
-            ChangeOp::Renamed => {
-                if let Some(from) = &v.from {
-                    state.remove(from);
-                }
-                state.insert(v.path.clone(), (v.sha256.clone(), v.file));
-            }
-        }
-    }
-    state
-}
-
+/// The paths a version touches: its path, and a rename's source.
 pub(super) fn touched(v: &Revision) -> impl Iterator<Item = &String> {
     std::iter::once(&v.path).chain(v.from.iter())
 }
@@ -47,34 +30,11 @@ pub(super) fn left_at<'a>(v: &'a Revision, path: &str) -> Option<&'a str> {
 const BATCH_BYTES: usize = 4 * 1024 * 1024;
 
 impl<S: MemoryStore> HistoryStore<S> {
-    /// Appends repair's `missing` versions (if any), keeping their records
-    /// without content in `versions` for the replay.
-    fn record(
-        &self,
-        missing: &mut Vec<Revision>,
-        versions: &mut Vec<Revision>,
-        report: &mut RepairReport,
-    ) -> Result<(), HistoryError> {
-        if missing.is_empty() {
-            return Ok(());
-        }
-        self.log.append(missing)?;
-        for mut v in missing.drain(..) {
-            if v.file == 0 {
-                v.file = v.id;
-            }
-            v.content = None;
-            report.recorded.push(v.id);
-            versions.push(v);
-        }
-        Ok(())
-    }
-
     /// Repair on open, under the log's writer lock (no other process's
-    /// change is half made meanwhile). Linear in the versions and the live
-    /// files: each path's versions are indexed once, and dropping a
-    /// trailing version looks only at the version before it on each path
-    /// it touches. Reads one file at a time, within the file limit.
+    /// change is half made meanwhile). Reads the checkpoint and the
+    /// versions after it, and each live file once (one at a time, within
+    /// the file limit): its cost follows the store's size and the
+    /// checkpoint interval, not the history's length.
     pub(super) fn repair(&self) -> Result<RepairReport, HistoryError> {
         let mut index = self.lock();
         let mut out = None;
@@ -84,90 +44,46 @@ impl<S: MemoryStore> HistoryStore<S> {
         out.unwrap_or_else(|| Err(HistoryError::Log("repair did not run".into())))
     }
 
-    fn repair_locked(
-        &self,
-        index: &mut super::store::Index,
-        last: u64,
-    ) -> Result<RepairReport, HistoryError> {
-        // Records only: repair compares hashes, it reads no content.
-        let mut versions = self.load_records()?;
-        let baseline = versions.is_empty();
+    fn repair_locked(&self, index: &mut Index, last: u64) -> Result<RepairReport, HistoryError> {
+        // The first open of this history (a log may hold others' too).
+        let empty = Filter::default();
+        let baseline = self.log.find(&empty, Order::Newest, 1)?.is_empty();
+        let (loaded, mut dropped, replayed) = self.load_index(last, true)?;
+        *index = loaded;
         let mut report = RepairReport {
             baseline,
             ..RepairReport::default()
         };
+        dropped.sort_unstable();
+        report.dropped = dropped;
         // The live files' hashes (one file's content in memory at a time).
         let mut live: HashMap<String, String> = HashMap::new();
         self.each_live(&MemoryPath::root(), &mut report.skipped, &mut |p, d| {
             live.insert(p, sha256_hex(&d));
         })?;
         let skipped: BTreeSet<String> = report.skipped.iter().map(|(p, _)| p.clone()).collect();
-        // Each path's versions, in id order.
-        let mut by_path: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (i, v) in versions.iter().enumerate() {
-            for p in touched(v) {
-                by_path.entry(p.as_str()).or_default().push(i);
-            }
-        }
-        let state = |list: &[usize], p: &str| list.last().and_then(|&i| left_at(&versions[i], p));
-        let matches = |list: &[usize], p: &str| state(list, p) == live.get(p).map(String::as_str);
-        // Trailing versions whose change never happened: the newest for
-        // each path it touches, some of them not matching the store, and
-        // all of them matching once it is dropped.
-        let mut dropped = Vec::new();
-        for (i, v) in versions.iter().enumerate().rev() {
-            let paths: Vec<&str> = touched(v).map(String::as_str).collect();
-            if paths.iter().any(|p| skipped.contains(*p)) {
-                continue; // cannot tell
-            }
-            let newest = paths
-                .iter()
-                .all(|p| by_path.get(p).and_then(|l| l.last()) == Some(&i));
-            if !newest || paths.iter().all(|p| matches(&by_path[p], p)) {
-                continue;
-            }
-            let after_drop = paths.iter().all(|p| {
-                let list = &by_path[p];
-                matches(&list[..list.len() - 1], p)
-            });
-            if after_drop {
-                dropped.push(i);
-            }
-        }
-        drop(by_path);
-        let dropped_ids: Vec<u64> = dropped.iter().map(|&i| versions[i].id).collect();
-        self.log.drop_versions(&dropped_ids)?;
-        report.dropped = dropped_ids;
-        report.dropped.sort_unstable();
-        let gone: BTreeSet<usize> = dropped.into_iter().collect();
-        let mut i = 0;
-        versions.retain(|_| {
-            i += 1;
-            !gone.contains(&(i - 1))
-        });
         // Changes without a version: record the store as it is.
-        let expected = replay(&versions);
-        let note = if baseline {
+        let note = if report.baseline {
             "baseline: present when history was turned on"
         } else {
             "repair: changed without a version (outside the history, or its version was lost)"
         };
         let mut missing = Vec::new();
         let mut held = 0usize;
-        let paths: BTreeSet<&String> = expected.keys().chain(live.keys()).collect();
+        let paths: BTreeSet<String> = index.files.keys().chain(live.keys()).cloned().collect();
         for path in paths {
-            if skipped.contains(path.as_str()) || expected.get(path).map(|e| &e.0) == live.get(path)
-            {
+            let expected = index.files.get(&path).cloned();
+            if skipped.contains(&path) || expected.as_ref().map(|e| &e.1) == live.get(&path) {
                 continue;
             }
-            let file = expected.get(path).map_or(0, |e| e.1);
-            let mut v = if live.contains_key(path) {
-                let op = if expected.contains_key(path) {
+            let file = expected.as_ref().map_or(0, |e| e.0);
+            let mut v = if live.contains_key(&path) {
+                let op = if expected.is_some() {
                     ChangeOp::Modified
                 } else {
                     ChangeOp::Created
                 };
-                let Some(p) = MemoryPath::from_stored(path) else {
+                let Some(p) = MemoryPath::from_stored(&path) else {
                     continue;
                 };
                 match self.inner.read(&p, self.limit) {
@@ -186,15 +102,11 @@ impl<S: MemoryStore> HistoryStore<S> {
                     file,
                     &[],
                 );
-                if let Some(e) = expected.get(path) {
-                    v.sha256.clone_from(&e.0);
+                if let Some(e) = &expected {
+                    v.sha256.clone_from(&e.1);
                 }
                 v.content = None;
-                v.size = versions
-                    .iter()
-                    .rev()
-                    .find(|x| x.file == file)
-                    .map_or(0, |x| x.size);
+                v.size = self.size_of(file)?;
                 v
             };
             v.call = None;
@@ -204,16 +116,53 @@ impl<S: MemoryStore> HistoryStore<S> {
             // Appended in batches of bounded size (a baseline of a large
             // store holds one batch's content in memory, not the store's).
             if held >= BATCH_BYTES {
-                self.record(&mut missing, &mut versions, &mut report)?;
+                self.record(&mut missing, index, &mut report)?;
                 held = 0;
             }
         }
-        self.record(&mut missing, &mut versions, &mut report)?;
-        index.seen = versions.last().map_or(0, |v| v.id).max(last);
-        index.files = replay(&versions)
-            .into_iter()
-            .map(|(p, (sha, file))| (p, (file, sha)))
-            .collect();
+        self.record(&mut missing, index, &mut report)?;
+        // An open that read versions past the checkpoint saves where it
+        // got to, so the next one reads little.
+        if self.log.locks_writers() && (replayed > 0 || !report.recorded.is_empty()) {
+            let _ = self.log.save_checkpoint(&index.to_checkpoint());
+        }
         Ok(report)
+    }
+
+    /// Appends repair's `missing` versions (if any) and applies them.
+    fn record(
+        &self,
+        missing: &mut Vec<Revision>,
+        index: &mut Index,
+        report: &mut RepairReport,
+    ) -> Result<(), HistoryError> {
+        if missing.is_empty() {
+            return Ok(());
+        }
+        self.log.append(missing)?;
+        for mut v in missing.drain(..) {
+            if v.file == 0 {
+                v.file = v.id;
+            }
+            report.recorded.push(v.id);
+            index.apply(&v);
+        }
+        Ok(())
+    }
+
+    /// The size of file `file`'s latest version (0 if it has none).
+    fn size_of(&self, file: u64) -> Result<u64, HistoryError> {
+        if file == 0 {
+            return Ok(0);
+        }
+        let filter = Filter {
+            files: Some(vec![file]),
+            ..Filter::default()
+        };
+        Ok(self
+            .log
+            .find(&filter, Order::Newest, 1)?
+            .first()
+            .map_or(0, |v| v.size))
     }
 }

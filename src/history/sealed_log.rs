@@ -12,6 +12,7 @@
 
 use std::sync::Arc;
 
+use super::log::{Filter, Order};
 use super::{HistoryError, HistoryLog, Revision};
 use crate::store::MemoryStore;
 use crate::store::crypt::EncryptedStore;
@@ -90,6 +91,14 @@ impl<L: HistoryLog> SealedLog<L> {
             .ok_or_else(|| HistoryError::Log("a version failed its integrity check".to_owned()))
     }
 
+    /// Opens a record's sealed path, source and hash (not its content).
+    fn open_record(&self, v: &mut Revision) -> Result<(), HistoryError> {
+        v.path = self.open_text(&v.path)?;
+        v.from = v.from.as_deref().map(|f| self.open_text(f)).transpose()?;
+        v.sha256 = self.open_text(&v.sha256)?;
+        Ok(())
+    }
+
     fn open_text(&self, hex: &str) -> Result<String, HistoryError> {
         let sealed = hex_decode(hex)
             .ok_or_else(|| HistoryError::Log("a sealed version is not hex".to_owned()))?;
@@ -118,28 +127,69 @@ impl<L: HistoryLog> HistoryLog for SealedLog<L> {
         Ok(())
     }
 
-    fn load(&self) -> Result<Vec<Revision>, HistoryError> {
-        let mut out = self.inner.load()?;
-        for v in &mut out {
-            v.path = self.open_text(&v.path)?;
-            v.from = v.from.as_deref().map(|f| self.open_text(f)).transpose()?;
-            v.sha256 = self.open_text(&v.sha256)?;
-            v.content = v.content.as_deref().map(|c| self.open(c)).transpose()?;
-        }
-        Ok(out)
+    fn get(&self, id: u64) -> Result<Option<Revision>, HistoryError> {
+        let Some(mut v) = self.inner.get(id)? else {
+            return Ok(None);
+        };
+        self.open_record(&mut v)?;
+        v.content = v.content.as_deref().map(|c| self.open(c)).transpose()?;
+        Ok(Some(v))
     }
 
-    /// The records without content (a listing reads no content): the
-    /// sealed path, source and hash opened, no content read.
-    fn records(&self) -> Result<Vec<Revision>, HistoryError> {
-        let mut out = self.inner.records()?;
-        for v in &mut out {
-            v.path = self.open_text(&v.path)?;
-            v.from = v.from.as_deref().map(|f| self.open_text(f)).transpose()?;
-            v.sha256 = self.open_text(&v.sha256)?;
-            v.content = None;
+    /// The inner log answers what is in the clear (ids, files, times,
+    /// actors); a path or prefix is sealed there, so those are checked
+    /// here once opened, page by page of the inner log's answers.
+    fn find(
+        &self,
+        filter: &Filter,
+        order: Order,
+        limit: usize,
+    ) -> Result<Vec<Revision>, HistoryError> {
+        let clear = Filter {
+            path: None,
+            prefix: None,
+            ..filter.clone()
+        };
+        let sealed_fields = filter.path.is_some() || filter.prefix.is_some();
+        let mut out = Vec::new();
+        let mut inner_filter = clear.clone();
+        loop {
+            let page = self.inner.find(&inner_filter, order, limit.max(1))?;
+            let Some(edge) = page.last().map(|v| v.id) else {
+                return Ok(out);
+            };
+            for mut v in page {
+                self.open_record(&mut v)?;
+                if !sealed_fields || filter.matches(&v) {
+                    out.push(v);
+                    if out.len() == limit {
+                        return Ok(out);
+                    }
+                }
+            }
+            if !sealed_fields {
+                return Ok(out);
+            }
+            match order {
+                Order::Oldest => inner_filter.after = Some(edge),
+                Order::Newest => inner_filter.before = Some(edge),
+            }
         }
-        Ok(out)
+    }
+
+    fn checkpoint(&self) -> Result<Option<Vec<u8>>, HistoryError> {
+        self.inner
+            .checkpoint()?
+            .map(|sealed| self.open(&sealed))
+            .transpose()
+    }
+
+    fn save_checkpoint(&self, data: &[u8]) -> Result<(), HistoryError> {
+        self.inner.save_checkpoint(&self.seal(data)?)
+    }
+
+    fn mark_redacted(&self, id: u64) -> Result<bool, HistoryError> {
+        self.inner.mark_redacted(id)
     }
 
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
@@ -170,16 +220,5 @@ impl<L: HistoryLog> HistoryLog for SealedLog<L> {
 
     fn locks_writers(&self) -> bool {
         self.inner.locks_writers()
-    }
-
-    fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
-        let mut out = self.inner.load_after(after)?;
-        for v in &mut out {
-            v.path = self.open_text(&v.path)?;
-            v.from = v.from.as_deref().map(|f| self.open_text(f)).transpose()?;
-            v.sha256 = self.open_text(&v.sha256)?;
-            v.content = v.content.as_deref().map(|c| self.open(c)).transpose()?;
-        }
-        Ok(out)
     }
 }

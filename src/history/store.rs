@@ -1,11 +1,10 @@
 //! [`HistoryStore`]: the [`MemoryStore`] wrapper that records a version
 //! before each change (write-ahead) and drops it if the change fails.
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
-use super::repair::replay;
+use super::index::{Index, passes_checkpoint};
 use super::{ChangeOp, HistoryError, HistoryLog, RepairReport, Revision, sha256_hex};
 use crate::path::MemoryPath;
 use crate::store::walk::{Flow, Order, Step, walk};
@@ -109,14 +108,13 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// [`open`](Self::open) to make them.
     pub fn inspect(inner: S, log: impl HistoryLog + 'static) -> Result<Self, HistoryError> {
         let store = Self::new(inner, log, DEFAULT_FILE_LIMIT);
-        let versions = store.load_records()?;
-        let mut index = store.lock();
-        index.seen = versions.last().map_or(0, |v| v.id);
-        index.files = replay(&versions)
-            .into_iter()
-            .map(|(p, (sha, file))| (p, (file, sha)))
-            .collect();
-        drop(index);
+        let mut out = None;
+        store.log.exclusive(&mut |last| {
+            out = Some(store.load_index(last, false));
+        })?;
+        let (index, _, _) =
+            out.unwrap_or_else(|| Err(HistoryError::Log("the index was not read".into())))?;
+        *store.lock() = index;
         Ok(store)
     }
 
@@ -144,30 +142,6 @@ impl<S: MemoryStore> HistoryStore<S> {
 
     pub(super) fn lock(&self) -> MutexGuard<'_, Index> {
         self.files.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Every version, ids ascending, file ids filled in, and the content
-    /// of a version that refers to its file's previous one (a rename, a
-    /// delete of content already in the history) filled in from it.
-    pub(super) fn load(&self) -> Result<Vec<Revision>, HistoryError> {
-        let mut versions = self.log.load()?;
-        versions.sort_by_key(|v| v.id);
-        resolve(&mut versions);
-        Ok(versions)
-    }
-
-    /// Every version's record (no content), ids ascending, file ids
-    /// filled in: what replaying the history needs, without reading any
-    /// version's content.
-    pub(super) fn load_records(&self) -> Result<Vec<Revision>, HistoryError> {
-        let mut versions = self.log.records()?;
-        versions.sort_by_key(|v| v.id);
-        for v in &mut versions {
-            if v.file == 0 {
-                v.file = v.id;
-            }
-        }
-        Ok(versions)
     }
 
     /// Runs `f` holding this handle's lock and the log's writer lock
@@ -200,6 +174,43 @@ impl<S: MemoryStore> HistoryStore<S> {
             return Err(log_failure(path, e));
         }
         out.unwrap_or_else(|| Err(log_failure(path, HistoryError::Log("not run".into()))))
+    }
+
+    /// Saves the index as a checkpoint when `appended` (this handle's
+    /// versions, just made) passed a multiple of the checkpoint interval,
+    /// under the writer lock, so the index is the history's as of its
+    /// last id. Only a log that locks out other writers gets one: without
+    /// that lock, another writer's versions below that id may not be in
+    /// this index yet. A failure (a full disk) leaves the last
+    /// checkpoint; an open then replays a little more.
+    fn checkpoint_if_due(&self, index: &Index, appended: &[Revision]) {
+        if self.log.locks_writers() && passes_checkpoint(appended) {
+            let _ = self.log.save_checkpoint(&index.to_checkpoint());
+        }
+    }
+
+    /// The index as of `last` (the log's last id, read under its writer
+    /// lock), from the log's checkpoint and the versions after it (or, if
+    /// there is none it can use, the whole history, read page by page),
+    /// and, if `repair`, the after-checkpoint versions whose change never
+    /// happened (dropped from the log, and left out of the index; a
+    /// read-only look takes the versions as they are), and how many
+    /// versions were read. Reads about two checkpoint
+    /// intervals of records when a checkpoint is there, whatever the
+    /// history's length.
+    pub(super) fn load_index(
+        &self,
+        last: u64,
+        repair: bool,
+    ) -> Result<(Index, Vec<u64>, usize), HistoryError> {
+        let saved = self
+            .log
+            .checkpoint()?
+            .and_then(|data| Index::from_checkpoint(&data, last));
+        let mut index = saved.unwrap_or_default();
+        let (dropped, read) = self.advance(&mut index, repair, repair)?;
+        index.seen = index.seen.max(last);
+        Ok((index, dropped, read))
     }
 
     pub(super) fn revision(
@@ -390,11 +401,11 @@ impl<S: MemoryStore> HistoryStore<S> {
             match result {
                 Ok(Updated::Written(data)) => {
                     if let Some(mut v) = appended {
-                        index.seen = index.seen.max(v.id);
                         if v.file == 0 {
                             v.file = v.id;
                         }
                         index.apply(&v);
+                        self.checkpoint_if_due(index, std::slice::from_ref(&v));
                     }
                     Ok(Updated::Written(data))
                 }
@@ -430,12 +441,12 @@ impl<S: MemoryStore> HistoryStore<S> {
         match apply() {
             Ok(value) => {
                 for v in &mut versions {
-                    index.seen = index.seen.max(v.id);
                     if v.file == 0 {
                         v.file = v.id;
                     }
                     index.apply(v);
                 }
+                self.checkpoint_if_due(index, &versions);
                 Ok(value)
             }
             Err(e) => {
@@ -491,43 +502,6 @@ impl<S: MemoryStore> HistoryStore<S> {
         }
         Ok(())
     }
-
-    /// Every live file below `start`: path → content (see `each_live`).
-    pub(super) fn live(
-        &self,
-        start: &MemoryPath,
-        skipped: &mut Vec<(String, String)>,
-    ) -> StoreResult<BTreeMap<String, Vec<u8>>> {
-        let mut out = BTreeMap::new();
-        self.each_live(start, skipped, &mut |p, d| {
-            out.insert(p, d);
-        })?;
-        Ok(out)
-    }
-}
-
-/// Fills in the content of versions that refer to their file's previous
-/// version (no content, not redacted), from it when its hash matches.
-pub(super) fn resolve(versions: &mut [Revision]) {
-    let mut last: HashMap<u64, usize> = HashMap::new();
-    for i in 0..versions.len() {
-        if versions[i].file == 0 {
-            versions[i].file = versions[i].id;
-        }
-        let v = &versions[i];
-        if v.content.is_none()
-            && !v.redacted
-            && v.note.as_deref() != Some(UNREADABLE)
-            && let Some(&j) = last.get(&v.file)
-            && versions[j].sha256 == versions[i].sha256
-        {
-            let content = versions[j].content.clone();
-            let redacted = versions[j].redacted;
-            versions[i].content = content;
-            versions[i].redacted = redacted;
-        }
-        last.insert(versions[i].file, i);
-    }
 }
 
 /// The most of a per-call actor (a `tool_use` id, which the model's
@@ -548,6 +522,10 @@ fn bounded_call(call: &str) -> String {
     format!("{}…", &call[..end])
 }
 
+/// How many records one read of the log returns while an index is
+/// rebuilt or a history is walked: memory per step, whatever the length.
+pub(super) const PAGE: usize = 1_000;
+
 /// The note of a version whose file could not be read within the limit.
 pub(super) const UNREADABLE: &str =
     "content not recorded: the store would not let it be read within the file limit";
@@ -555,33 +533,3 @@ pub(super) const UNREADABLE: &str =
 /// The default read limit of repair and of deleted or renamed files' versions: 1 MiB,
 /// the handler's default [`max_file_size`](crate::Config::max_file_size).
 pub const DEFAULT_FILE_LIMIT: u64 = 1024 * 1024;
-
-/// Path → (file id, sha256) as the history last recorded it, and the
-/// highest id this handle has seen.
-#[derive(Debug, Default)]
-pub(super) struct Index {
-    pub(super) files: HashMap<String, (u64, String)>,
-    pub(super) seen: u64,
-}
-
-impl Index {
-    /// The index after `v` (file id filled in).
-    pub(super) fn apply(&mut self, v: &Revision) {
-        match v.op {
-            ChangeOp::Created | ChangeOp::Modified => {
-                self.files
-                    .insert(v.path.clone(), (v.file, v.sha256.clone()));
-            }
-            ChangeOp::Deleted => {
-                self.files.remove(&v.path);
-            }
-            ChangeOp::Renamed => {
-                if let Some(from) = &v.from {
-                    self.files.remove(from);
-                }
-                self.files
-                    .insert(v.path.clone(), (v.file, v.sha256.clone()));
-            }
-        }
-    }
-}

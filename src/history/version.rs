@@ -71,6 +71,25 @@ pub struct Revision {
 }
 
 impl Revision {
+    /// A copy of everything but the content (which may be large).
+    pub fn clone_record(&self) -> Revision {
+        Revision {
+            id: self.id,
+            file: self.file,
+            op: self.op,
+            path: self.path.clone(),
+            from: self.from.clone(),
+            time: self.time,
+            actor: self.actor.clone(),
+            call: self.call.clone(),
+            sha256: self.sha256.clone(),
+            size: self.size,
+            content: None,
+            redacted: self.redacted,
+            note: self.note.clone(),
+        }
+    }
+
     /// The content as text, lossily.
     pub fn text(&self) -> Option<String> {
         self.content
@@ -97,11 +116,14 @@ pub enum HistoryError {
     Redacted(u64),
 }
 
-/// Which versions [`HistoryStore::versions`](crate::history::HistoryStore::versions) lists; every filter set must
-/// match.
+/// Which versions [`HistoryStore::versions`](crate::history::HistoryStore::versions)
+/// lists: every filter set must match, and the answer is one page, the
+/// newest [`limit`](Self::limit) (ids ascending), so a listing costs the
+/// same whatever the history's length.
 #[derive(Debug, Clone, Default)]
 pub struct Query {
-    /// Versions of every file that was ever at this path, across renames.
+    /// The versions of the file at this path (now, or the last one that
+    /// was there), across its renames.
     pub path: Option<MemoryPath>,
     /// Versions whose path (or rename source) is this path or below it.
     pub prefix: Option<MemoryPath>,
@@ -111,7 +133,17 @@ pub struct Query {
     pub until: Option<SystemTime>,
     /// Made by this actor: the label or the per-call actor.
     pub actor: Option<String>,
+    /// Made in this call (the per-call actor, such as a `tool_use` id).
+    pub call: Option<String>,
+    /// Only versions older than this id: the next page back is the one
+    /// before the oldest id of the last.
+    pub before: Option<u64>,
+    /// At most this many, the newest ([`DEFAULT_LIMIT`] if unset).
+    pub limit: Option<usize>,
 }
+
+/// How many versions a [`Query`] returns when it sets no limit.
+pub const DEFAULT_LIMIT: usize = 1_000;
 
 /// What the open of a [`HistoryStore`](crate::history::HistoryStore) repaired.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

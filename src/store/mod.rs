@@ -339,9 +339,10 @@ pub trait MemoryStore: Send + Sync {
     }
 }
 
-/// Lowercase hex sha256 of `data`: history's content hashes, and the
-/// managed memory stores' `content_sha256`.
-pub(crate) fn sha256_hex(data: &[u8]) -> String {
+/// Lowercase hex sha256 of `data`: history's content hashes (a
+/// [`Revision`](crate::history::Revision)'s `sha256`), and the managed
+/// memory stores' `content_sha256`.
+pub fn sha256_hex(data: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     hex(&Sha256::digest(data))
 }

@@ -21,7 +21,7 @@ fn history() -> History {
 
 /// Every version's call, oldest first.
 fn calls(history: &History) -> Vec<Option<String>> {
-    let versions = history.records(&Query::default()).expect("records");
+    let versions = history.versions(&Query::default()).expect("records");
     versions.into_iter().map(|v| v.call).collect()
 }
 
@@ -95,7 +95,7 @@ async fn the_async_handler_records_the_id_from_its_blocking_pool() {
     let versions = tool
         .tool()
         .store()
-        .records(&Query::default())
+        .versions(&Query::default())
         .expect("records");
     assert_eq!(versions.len(), 8);
     for v in versions {
@@ -127,7 +127,7 @@ fn a_direct_write_carries_its_context_and_a_revert_its_note() {
         .write(&path, b"two\n", WriteMode::Overwrite)
         .expect("write");
     let reverted = history.revert(1).expect("revert").expect("a new version");
-    let versions = history.records(&Query::default()).expect("records");
+    let versions = history.versions(&Query::default()).expect("records");
     let seen: Vec<_> = versions
         .iter()
         .map(|v| (v.id, v.call.as_deref(), v.note.as_deref()))
@@ -164,7 +164,7 @@ fn a_history_below_the_encrypted_store_gets_the_call() {
     assert!(!tool.dispatch(&block("toolu_d", delete)).is_error);
     // The encrypted store's own key record is written with no call.
     let ours: Vec<_> = history
-        .records(&Query::default())
+        .versions(&Query::default())
         .expect("records")
         .into_iter()
         .filter_map(|v| v.call)

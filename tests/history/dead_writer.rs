@@ -213,7 +213,7 @@ fn live(store: &dyn MemoryStore) -> BTreeMap<String, String> {
 /// The files the versions say exist: path → sha256 of the latest.
 fn claimed(history: &History) -> BTreeMap<String, String> {
     let mut state = BTreeMap::new();
-    for v in history.records(&Query::default()).expect("records") {
+    for v in history.versions(&Query::default()).expect("records") {
         match v.op {
             ChangeOp::Created | ChangeOp::Modified => {
                 state.insert(v.path, v.sha256);
@@ -275,7 +275,7 @@ fn dead_writer_then_survivor(spec: &str) {
         report.recorded.is_empty(),
         "anonymous repair versions on open: {report}"
     );
-    let versions = fresh.records(&Query::default()).expect("records");
+    let versions = fresh.versions(&Query::default()).expect("records");
     let anonymous: Vec<_> = versions
         .iter()
         .filter(|v| v.actor.is_none() || v.note.as_deref().is_some_and(|n| n.contains("repair")))

@@ -386,9 +386,10 @@ mod cli_loops {
             .expect("versions")
             .into_iter()
             .map(|v| {
+                let full = h.version(v.id).expect("version");
                 (
                     v.id,
-                    (v.path.clone(), v.redacted, Some(v.content.is_some())),
+                    (v.path.clone(), full.redacted, Some(full.content.is_some())),
                 )
             })
             .collect()

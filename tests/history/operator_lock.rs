@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use claude_memory::history::{
-    HistoryError, HistoryLog, HistoryStore, MemoryLog, Query, Retention, Revision,
+    Filter, HistoryError, HistoryLog, HistoryStore, MemoryLog, Order, Query, Retention, Revision,
 };
 use claude_memory::store::{MemoryStoreExt as _, WriteMode};
 use claude_memory::{InMemoryStore, MemoryPath};
@@ -48,11 +48,16 @@ impl HistoryLog for Watched {
     fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
         self.inner.append(versions)
     }
-    fn load(&self) -> Result<Vec<Revision>, HistoryError> {
-        self.inner.load()
+    fn get(&self, id: u64) -> Result<Option<Revision>, HistoryError> {
+        self.inner.get(id)
     }
-    fn records(&self) -> Result<Vec<Revision>, HistoryError> {
-        self.inner.records()
+    fn find(
+        &self,
+        filter: &Filter,
+        order: Order,
+        limit: usize,
+    ) -> Result<Vec<Revision>, HistoryError> {
+        self.inner.find(filter, order, limit)
     }
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
         self.change();
@@ -85,11 +90,18 @@ impl HistoryLog for Watched {
         self.locked.store(outer, Ordering::SeqCst);
         out
     }
-    fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
-        self.inner.load_after(after)
+    fn mark_redacted(&self, id: u64) -> Result<bool, HistoryError> {
+        self.change();
+        self.inner.mark_redacted(id)
     }
     fn locks_writers(&self) -> bool {
         self.inner.locks_writers()
+    }
+    fn checkpoint(&self) -> Result<Option<Vec<u8>>, HistoryError> {
+        self.inner.checkpoint()
+    }
+    fn save_checkpoint(&self, data: &[u8]) -> Result<(), HistoryError> {
+        self.inner.save_checkpoint(data)
     }
 }
 
@@ -111,7 +123,7 @@ fn redact_and_prune_change_the_log_only_under_the_writer_lock() {
     }
     h.write(&p("/memories/b.md"), b"b\n", WriteMode::Create)
         .expect("write");
-    let first = h.records(&Query::default()).expect("records")[0].id;
+    let first = h.versions(&Query::default()).expect("records")[0].id;
     assert!(!h.redact(first).expect("redact").is_empty());
     let (ids, _) = h.redact_text(b"sk-ant-LOCKED-1").expect("redact text");
     assert!(!ids.is_empty());

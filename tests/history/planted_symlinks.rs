@@ -120,7 +120,7 @@ fn a_planted_final_symlink_is_deleted_and_renamed_itself_with_history_on() {
             )
             .expect("history");
             let paths: Vec<String> = history
-                .records(&Query::default())
+                .versions(&Query::default())
                 .expect("records")
                 .into_iter()
                 .map(|v| v.path)

@@ -767,7 +767,11 @@ fn big_directories_two_writers_and_an_opener() {
         report.dropped.is_empty() && report.recorded.is_empty(),
         "the reopen repaired: {report:?}"
     );
-    let versions = history.versions(&Query::default()).expect("versions");
+    let all = Query {
+        limit: Some(usize::MAX),
+        ..Query::default()
+    };
+    let versions = history.versions(&all).expect("versions");
     assert_eq!(versions.len(), changes, "versions");
     let ids: BTreeSet<u64> = versions.iter().map(|v| v.id).collect();
     assert_eq!(ids.len(), versions.len());

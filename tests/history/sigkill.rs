@@ -113,7 +113,11 @@ fn live(store: &dyn MemoryStore) -> BTreeMap<String, String> {
 /// The files the versions say exist: path → sha256 of the latest.
 fn claimed(history: &HistoryStore<Box<dyn MemoryStore>>) -> BTreeMap<String, String> {
     let mut state = BTreeMap::new();
-    for v in history.versions(&Query::default()).expect("versions") {
+    let all = Query {
+        limit: Some(usize::MAX),
+        ..Query::default()
+    };
+    for v in history.versions(&all).expect("versions") {
         match v.op {
             ChangeOp::Created | ChangeOp::Modified => {
                 state.insert(v.path, v.sha256);
@@ -171,7 +175,11 @@ fn crash_rounds(spec: &str, rounds: usize) {
         let now = live(&history);
         let claims = claimed(&history);
         let bad = mismatches(&now, &claims);
-        versions = history.versions(&Query::default()).expect("versions").len();
+        let all = Query {
+            limit: Some(usize::MAX),
+            ..Query::default()
+        };
+        versions = history.versions(&all).expect("versions").len();
         dropped += report.dropped.len();
         assert_eq!(
             bad, 0,

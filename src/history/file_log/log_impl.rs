@@ -1,7 +1,18 @@
 //! [`HistoryLog`] for [`FileLog`]: each operation under the journal's
-//! lock, caught up with what other handles appended first.
+//! lock, caught up with what other handles appended first. A version is
+//! found by a binary search on its id (ids grow along the journal); a
+//! page is read forward from an id, or backward from the end.
 
+use super::super::journal_line::{BackLines, Head, each_line_until, lower_bound};
+use super::super::log::{Filter, Order};
 use super::*;
+
+impl FileLog {
+    /// Whether a 0.4 journal's drop line removed version `id`.
+    fn dropped(state: &FileState, id: u64) -> bool {
+        state.legacy_drops.as_ref().is_some_and(|d| d.contains(&id))
+    }
+}
 
 impl HistoryLog for FileLog {
     fn append(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
@@ -34,35 +45,102 @@ impl HistoryLog for FileLog {
         })
     }
 
-    fn load(&self) -> Result<Vec<Revision>, HistoryError> {
-        self.locked(|state| Self::current(state))
-    }
-
-    /// Two passes over the journal, one line at a time: the dropped ids,
-    /// then the records (their content skipped, never decoded).
-    fn records(&self) -> Result<Vec<Revision>, HistoryError> {
+    fn get(&self, id: u64) -> Result<Option<Revision>, HistoryError> {
         self.locked(|state| {
             if let Some(staged) = &state.staged {
-                return Ok(staged.iter().map(crate::history::log::record_of).collect());
+                return Ok(staged.iter().find(|v| v.id == id).cloned());
             }
-            let mut dropped = std::collections::HashSet::new();
-            each_line(&state.file, 0, &mut |line| {
-                if line.starts_with(b"{\"drop\"")
-                    && let Ok(Line::Drop { drop }) = serde_json::from_slice::<Line>(line)
-                {
-                    dropped.extend(drop);
+            if Self::dropped(state, id) {
+                return Ok(None);
+            }
+            let len = state.file.metadata().map_err(log_error)?.len();
+            let at = lower_bound(&state.file, len, id)?;
+            let mut found = None;
+            each_line_until(&state.file, at, &mut |line| {
+                match serde_json::from_slice::<Line>(line) {
+                    Ok(Line::Version(r)) => {
+                        if r.id == id {
+                            found = Some((*r).into_version());
+                        }
+                        false
+                    }
+                    // A mark, a 0.4 drop line, a torn line: the next.
+                    _ => true,
                 }
             })?;
-            let mut out = std::collections::BTreeMap::new();
-            each_line(&state.file, 0, &mut |line| {
-                if line.starts_with(b"{\"id\"")
-                    && let Ok(head) = serde_json::from_slice::<Head>(line)
-                    && !dropped.contains(&head.id)
-                {
-                    out.insert(head.id, head.into_record());
+            Ok(found)
+        })
+    }
+
+    /// Oldest first: from the first line with an id above `after`, found
+    /// by its id; newest first: backwards from the line of `before`, or
+    /// from the end. Each line's record is read without its content.
+    fn find(
+        &self,
+        filter: &Filter,
+        order: Order,
+        limit: usize,
+    ) -> Result<Vec<Revision>, HistoryError> {
+        self.locked(|state| {
+            if let Some(staged) = &state.staged {
+                let matching = staged.iter().filter(|v| filter.matches(v));
+                let records = matching.map(Revision::clone_record);
+                return Ok(match order {
+                    Order::Oldest => records.take(limit).collect(),
+                    Order::Newest => {
+                        let mut all: Vec<Revision> = records.collect();
+                        all.reverse();
+                        all.truncate(limit);
+                        all
+                    }
+                });
+            }
+            let mut out = Vec::new();
+            if limit == 0 {
+                return Ok(out);
+            }
+            let len = state.file.metadata().map_err(log_error)?.len();
+            let take = |line: &[u8], out: &mut Vec<Revision>| -> Option<u64> {
+                let id = leading_version_id(line)?;
+                if Self::dropped(state, id) {
+                    return Some(id);
                 }
-            })?;
-            Ok(out.into_values().collect())
+                if let Ok(head) = serde_json::from_slice::<Head>(line) {
+                    let v = head.into_record();
+                    if filter.matches(&v) {
+                        out.push(v);
+                    }
+                }
+                Some(id)
+            };
+            match order {
+                Order::Oldest => {
+                    let from = match filter.after {
+                        Some(a) => lower_bound(&state.file, len, a.saturating_add(1))?,
+                        None => 0,
+                    };
+                    each_line_until(&state.file, from, &mut |line| {
+                        let id = take(line, &mut out);
+                        out.len() < limit && filter.before.is_none_or(|b| id.is_none_or(|i| i < b))
+                    })?;
+                }
+                Order::Newest => {
+                    let end = match filter.before {
+                        Some(b) => lower_bound(&state.file, len, b)?,
+                        None => len,
+                    };
+                    let mut back = BackLines::new(&state.file, end);
+                    while out.len() < limit
+                        && let Some((_, line)) = back.prev()?
+                    {
+                        let id = take(&line, &mut out);
+                        if filter.after.is_some_and(|a| id.is_some_and(|i| i <= a)) {
+                            break;
+                        }
+                    }
+                }
+            }
+            Ok(out)
         })
     }
 
@@ -72,20 +150,10 @@ impl HistoryLog for FileLog {
         }
         self.locked(|state| {
             self.writable()?;
-            // An operator's change in progress (a prune): dropped from
-            // what it staged, written in its one rewrite.
-            if state.staged.is_some() {
-                let ids: std::collections::HashSet<u64> = ids.iter().copied().collect();
-                return self
-                    .change_all(state, |versions| {
-                        versions.retain(|v| !ids.contains(&v.id));
-                        true
-                    })
-                    .map(|_| ());
-            }
             // The batch just appended and nothing after it: cut it off, so
             // a refused change leaves nothing in the file.
-            if let Some((batch, start, end)) = &state.last_batch
+            if state.staged.is_none()
+                && let Some((batch, start, end)) = &state.last_batch
                 && batch.as_slice() == ids
                 && state.file.metadata().map_err(log_error)?.len() == *end
             {
@@ -95,14 +163,15 @@ impl HistoryLog for FileLog {
                 state.last_batch = None;
                 return Ok(());
             }
-            self.heal_tail(state)?;
-            let mut line = serde_json::to_vec(&Line::Drop { drop: ids.to_vec() })
-                .map_err(|e| io::Error::other(e.to_string()))
-                .map_err(log_error)?;
-            line.push(b'\n');
-            self.append_lines(state, &line)?;
-            state.last_batch = None;
-            Ok(())
+            // Anything else (a dead writer's versions, a prune) leaves
+            // the journal by a rewrite, so no later line ever has to be
+            // read to know whether a version was dropped.
+            let ids: std::collections::HashSet<u64> = ids.iter().copied().collect();
+            self.change_all(state, |versions| {
+                versions.retain(|v| !ids.contains(&v.id));
+                true
+            })
+            .map(|_| ())
         })
     }
 
@@ -138,8 +207,8 @@ impl HistoryLog for FileLog {
         })
     }
 
-    /// Rewrites the journal without dropped versions and tombstones, so
-    /// pruned content leaves the file.
+    /// Rewrites the journal without dropped versions, so pruned content
+    /// leaves the file.
     fn compact(&self) -> Result<(), HistoryError> {
         self.locked(|state| {
             let versions = match state.staged.take() {
@@ -189,14 +258,13 @@ impl HistoryLog for FileLog {
         !self.read_only && self.lock.is_some()
     }
 
-    fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
-        self.locked(|state| {
-            if state.staged.is_some() {
-                let mut all = Self::current(state)?;
-                all.retain(|v| v.id > after);
-                return Ok(all);
-            }
-            Self::read_after(state, after)
-        })
+    fn checkpoint(&self) -> Result<Option<Vec<u8>>, HistoryError> {
+        self.dir
+            .read_file(CHECKPOINT, super::super::index::MAX_CHECKPOINT)
+    }
+
+    fn save_checkpoint(&self, data: &[u8]) -> Result<(), HistoryError> {
+        self.writable()?;
+        self.dir.replace_file(CHECKPOINT, data).map_err(log_error)
     }
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
 use super::journal_dir::Dir;
-use super::journal_line::{Head, Line, Record, each_line, tail_after};
+use super::journal_line::{BackLines, FORMAT, Line, Record, each_line, leading_version_id};
 use super::log::{HistoryLog, erase};
 use super::{HistoryError, Revision};
 
@@ -18,6 +18,9 @@ use super::{HistoryError, Revision};
 pub const HISTORY_DIR: &str = ".claude-memory-history";
 
 pub(super) const JOURNAL: &str = "journal.jsonl";
+
+/// The checkpoint of the history's index, beside the journal.
+pub(super) const CHECKPOINT: &str = "checkpoint.json";
 
 /// The lock file beside the journal: see [`FileLog`].
 pub(super) const LOCK: &str = "journal.lock";
@@ -76,6 +79,10 @@ struct FileState {
     /// anything else writes): an operator's redaction of N versions costs
     /// one rewrite of the journal, not N.
     staged: Option<Vec<Revision>>,
+    /// The versions a 0.4 journal's drop lines removed, when it is read
+    /// without being migrated (a read-only open); `None` for a journal of
+    /// this release's format, which has no drop lines.
+    legacy_drops: Option<std::collections::HashSet<u64>>,
 }
 
 pub(super) fn log_error(e: impl std::fmt::Display) -> HistoryError {
@@ -122,6 +129,7 @@ impl FileLog {
                 held: false,
                 last_batch: None,
                 staged: None,
+                legacy_drops: None,
             }),
         };
         {
@@ -137,10 +145,50 @@ impl FileLog {
                 log.cut_torn_tail(&mut state)
                     .and_then(|()| log.catch_up(&mut state))
             };
+            let result = result.and_then(|()| log.upgrade(&mut state));
             log.release();
             result?;
         }
         Ok(log)
+    }
+
+    /// Brings a journal to this release's format, once: a new journal
+    /// gets its mark line; a 0.4 journal (no format, maybe drop lines) is
+    /// rewritten without its dropped versions, or, opened read-only,
+    /// has its drop lines read once so no dropped version is shown.
+    fn upgrade(&self, state: &mut FileState) -> Result<(), HistoryError> {
+        let len = state.file.metadata().map_err(log_error)?.len();
+        if len == 0 {
+            if self.read_only {
+                return Ok(());
+            }
+            let mark = mark_line(state.last_id)?;
+            return self.append_lines(state, &mark);
+        }
+        let mut first = None;
+        super::journal_line::each_line_until(&state.file, 0, &mut |line| {
+            first = serde_json::from_slice::<Line>(line).ok();
+            false
+        })?;
+        if let Some(Line::Mark { format, .. }) = first
+            && format >= FORMAT
+        {
+            return Ok(());
+        }
+        if self.read_only {
+            let mut dropped = std::collections::HashSet::new();
+            each_line(&state.file, 0, &mut |line| {
+                if line.starts_with(b"{\"drop\"")
+                    && let Ok(Line::Drop { drop }) = serde_json::from_slice::<Line>(line)
+                {
+                    dropped.extend(drop);
+                }
+            })?;
+            state.legacy_drops = Some(dropped);
+            return Ok(());
+        }
+        let versions = Self::read_all(state)?;
+        self.rewrite(state, &versions)
     }
 
     /// Syncs every append (`fdatasync`), so a power cut loses no
@@ -202,19 +250,28 @@ impl FileLog {
             return Ok(());
         }
         state.last_batch = None;
-        let mut last = state.last_id;
-        each_line(
-            &state.file,
-            state.seen,
-            &mut |line| match serde_json::from_slice::<Line>(line) {
-                Ok(Line::Version(r)) => last = last.max(r.id),
-                Ok(Line::Mark { last_id }) => last = last.max(last_id),
-                _ => {}
-            },
-        )?;
-        state.last_id = last;
+        state.last_id = state.last_id.max(Self::last_id_in(&state.file, len)?);
         state.seen = len;
         Ok(())
+    }
+
+    /// The highest id the journal names: its last version line's, or its
+    /// mark's (the first line), read from the file's two ends only.
+    fn last_id_in(file: &File, len: u64) -> Result<u64, HistoryError> {
+        let mut last = 0;
+        super::journal_line::each_line_until(file, 0, &mut |line| {
+            if let Ok(Line::Mark { last_id, .. }) = serde_json::from_slice::<Line>(line) {
+                last = last_id;
+            }
+            false
+        })?;
+        let mut back = BackLines::new(file, len);
+        while let Some((_, line)) = back.prev()? {
+            if let Some(id) = leading_version_id(&line) {
+                return Ok(last.max(id));
+            }
+        }
+        Ok(last)
     }
 
     fn locked<T>(
@@ -282,15 +339,6 @@ impl FileLog {
         Ok(())
     }
 
-    /// The versions as this handle sees them: its staged changes, else
-    /// the journal.
-    fn current(state: &FileState) -> Result<Vec<Revision>, HistoryError> {
-        match &state.staged {
-            Some(staged) => Ok(staged.clone()),
-            None => Self::read_all(state),
-        }
-    }
-
     /// Writes the staged changes, if any, as the journal.
     fn flush(&self, state: &mut FileState) -> Result<(), HistoryError> {
         match state.staged.take() {
@@ -320,31 +368,6 @@ impl FileLog {
         }
     }
 
-    /// The versions with an id above `after`, reading only the journal's
-    /// tail from the first line that holds one (ids grow along the file),
-    /// so a writer catching up with others reads what they appended, not
-    /// the whole journal.
-    fn read_after(state: &FileState, after: u64) -> Result<Vec<Revision>, HistoryError> {
-        let start = tail_after(&state.file, after)?;
-        let mut versions = std::collections::BTreeMap::new();
-        each_line(
-            &state.file,
-            start,
-            &mut |line| match serde_json::from_slice::<Line>(line) {
-                Ok(Line::Version(r)) if r.id > after => {
-                    versions.insert(r.id, (*r).into_version());
-                }
-                Ok(Line::Drop { drop }) => {
-                    for id in drop {
-                        versions.remove(&id);
-                    }
-                }
-                _ => {}
-            },
-        )?;
-        Ok(versions.into_values().collect())
-    }
-
     fn read_all(state: &FileState) -> Result<Vec<Revision>, HistoryError> {
         let mut versions = std::collections::BTreeMap::new();
         each_line(&state.file, 0, &mut |line| {
@@ -369,17 +392,13 @@ impl FileLog {
     /// only shrinks), synced, then cut to its new length.
     fn rewrite(&self, state: &mut FileState, versions: &[Revision]) -> Result<(), HistoryError> {
         self.writable()?;
-        let mut text = serde_json::to_vec(&Line::Mark {
-            last_id: state.last_id,
-        })
-        .map_err(log_error)?;
-        text.push(b'\n');
+        let mut text = mark_line(state.last_id)?;
         for v in versions {
             serde_json::to_writer(&mut text, &Line::Version(Box::new(Record::from_version(v))))
                 .map_err(log_error)?;
             text.push(b'\n');
         }
-        match self.dir.replace(&text) {
+        match self.dir.replace_file(JOURNAL, &text) {
             Ok(()) => {
                 // The old journal's inode is cut to nothing before it is
                 // let go: a hard link planted to it after it was opened, or
@@ -404,8 +423,20 @@ impl FileLog {
         }
         state.seen = text.len() as u64;
         state.last_batch = None;
+        state.legacy_drops = None;
         Ok(())
     }
+}
+
+/// The first line of a journal: the last id given out, and the format.
+fn mark_line(last_id: u64) -> Result<Vec<u8>, HistoryError> {
+    let mut line = serde_json::to_vec(&Line::Mark {
+        last_id,
+        format: FORMAT,
+    })
+    .map_err(log_error)?;
+    line.push(b'\n');
+    Ok(line)
 }
 
 /// Whether the byte before `at` is a newline (a line ends there), or
@@ -442,5 +473,3 @@ impl FileLog {
 fn is_full(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::StorageFull || e.raw_os_error() == Some(28)
 }
-
-pub(super) const TMP: &str = "journal.jsonl.tmp";

@@ -97,7 +97,8 @@ impl PostgresLog {
 
     fn connect_on(db: PostgresStore, scope: &str) -> Result<Self, HistoryError> {
         db.transaction("\u{1}history-schema", |tx| {
-            for statement in SCHEMA {
+            // The indexes are added to a 0.4 table here, once.
+            for statement in SCHEMA.iter().chain(&INDEXES).chain([&CHECKPOINT_TABLE]) {
                 tx.run(statement, &[])?;
             }
             tx.run(
@@ -165,13 +166,6 @@ impl PostgresLog {
     fn lock(&self) -> String {
         format!("\u{1}history:{}", self.scope)
     }
-
-    /// The versions above `after`, with their content or without it.
-    fn select(&self, after: u64, content: bool) -> Result<Vec<Revision>, HistoryError> {
-        self.db
-            .reading(|c| Ok(select(c, &self.scope, after, content)?))
-            .map_err(db_fail)
-    }
 }
 
 impl HistoryLog for PostgresLog {
@@ -194,8 +188,35 @@ impl HistoryLog for PostgresLog {
         Ok(())
     }
 
-    fn load(&self) -> Result<Vec<Revision>, HistoryError> {
-        self.select(0, true)
+    fn get(&self, id: u64) -> Result<Option<Revision>, HistoryError> {
+        self.db
+            .reading(|c| Ok(get(c, &self.scope, id)?))
+            .map_err(db_fail)
+    }
+
+    fn find(
+        &self,
+        filter: &Filter,
+        order: Order,
+        limit: usize,
+    ) -> Result<Vec<Revision>, HistoryError> {
+        self.db
+            .reading(|c| Ok(find(c, &self.scope, filter, order, limit)?))
+            .map_err(db_fail)
+    }
+
+    fn checkpoint(&self) -> Result<Option<Vec<u8>>, HistoryError> {
+        self.db
+            .reading(|c| Ok(checkpoint(c, &self.scope)?))
+            .map_err(db_fail)
+    }
+
+    fn save_checkpoint(&self, data: &[u8]) -> Result<(), HistoryError> {
+        self.db
+            .transaction(&self.lock(), |tx| {
+                Ok(save_checkpoint(tx, &self.scope, data)?)
+            })
+            .map_err(db_fail)
     }
 
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
@@ -277,17 +298,9 @@ impl HistoryLog for PostgresLog {
             .map_err(db_fail)
     }
 
-    fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
-        self.select(after, true)
-    }
-
     /// Yes: the scope's advisory lock, held by every writer's change
     /// transaction.
     fn locks_writers(&self) -> bool {
         true
-    }
-
-    fn records(&self) -> Result<Vec<Revision>, HistoryError> {
-        self.select(0, false)
     }
 }

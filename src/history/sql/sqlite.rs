@@ -80,9 +80,7 @@ impl SqliteLog {
     /// transaction, so it commits (durably) with the edit or not at all.
     pub fn for_store(store: &crate::SqliteStore, scope: &str) -> Result<Self, HistoryError> {
         super::same_scope(store.tenant(), scope)?;
-        store
-            .with_connection(|conn| conn.execute_batch(SCHEMA))
-            .map_err(db_error)?;
+        store.with_connection(schema)?;
         store
             .with_connection(|conn| conn.pragma_update(None, "secure_delete", "ON"))
             .map_err(db_error)?;
@@ -146,7 +144,7 @@ impl SqliteLog {
     fn init(conn: Connection, scope: &str) -> Result<Self, HistoryError> {
         conn.busy_timeout(std::time::Duration::from_secs(30))
             .map_err(db_error)?;
-        conn.execute_batch(SCHEMA).map_err(db_error)?;
+        schema(&conn)?;
         // Deleted rows (dropped, pruned, redacted content) are
         // overwritten with zeros, not left in free pages.
         conn.pragma_update(None, "secure_delete", "ON")
@@ -190,6 +188,16 @@ impl SqliteLog {
             }
         })
     }
+}
+
+/// The table, its indexes and the checkpoints' table (the indexes are
+/// added to a 0.4 table here, once).
+fn schema(conn: &Connection) -> Result<(), HistoryError> {
+    conn.execute_batch(SCHEMA).map_err(db_error)?;
+    for statement in INDEXES.iter().chain([&CHECKPOINT_TABLE]) {
+        conn.execute_batch(statement).map_err(db_error)?;
+    }
+    Ok(())
 }
 
 /// Refuses a history database a local process planted: a symbolic link
@@ -299,8 +307,25 @@ impl HistoryLog for SqliteLog {
         self.unsynced(|| self.append_now(versions))
     }
 
-    fn load(&self) -> Result<Vec<Revision>, HistoryError> {
-        self.select(0, true)
+    fn get(&self, id: u64) -> Result<Option<Revision>, HistoryError> {
+        self.with(|conn| get(&mut Lite(conn), &self.scope, id).map_err(db_error))
+    }
+
+    fn find(
+        &self,
+        filter: &Filter,
+        order: Order,
+        limit: usize,
+    ) -> Result<Vec<Revision>, HistoryError> {
+        self.with(|conn| find(&mut Lite(conn), &self.scope, filter, order, limit).map_err(db_error))
+    }
+
+    fn checkpoint(&self) -> Result<Option<Vec<u8>>, HistoryError> {
+        self.with(|conn| checkpoint(&mut Lite(conn), &self.scope).map_err(db_error))
+    }
+
+    fn save_checkpoint(&self, data: &[u8]) -> Result<(), HistoryError> {
+        self.with(|conn| save_checkpoint(&mut Lite(conn), &self.scope, data).map_err(db_error))
     }
 
     fn drop_versions(&self, ids: &[u64]) -> Result<(), HistoryError> {
@@ -391,25 +416,10 @@ impl HistoryLog for SqliteLog {
         Ok(())
     }
 
-    fn load_after(&self, after: u64) -> Result<Vec<Revision>, HistoryError> {
-        self.select(after, true)
-    }
-
     /// Yes, with a lock file (a database file); an in-memory database has
     /// none (one connection, one process).
     fn locks_writers(&self) -> bool {
         self.lock.is_some()
-    }
-
-    fn records(&self) -> Result<Vec<Revision>, HistoryError> {
-        self.select(0, false)
-    }
-}
-
-impl SqliteLog {
-    /// The versions above `after`, with their content or without it.
-    fn select(&self, after: u64, content: bool) -> Result<Vec<Revision>, HistoryError> {
-        self.with(|conn| select(&mut Lite(conn), &self.scope, after, content).map_err(db_error))
     }
 }
 
