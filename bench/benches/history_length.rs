@@ -8,8 +8,9 @@
 //! cargo bench -p claude-memory-bench --bench history_length --features sqlite -- fs 100000
 //! ```
 //!
-//! Each history has 100 files, rewritten in turn, one version a second
-//! back from now (so `--since 1h` matches the last 3,600). It is built by
+//! Each history has 100 files, rewritten in turn, one version every 10 s
+//! back from now (so `--since 1h` matches the last 360 at every length,
+//! as a store written at a steady pace does). It is built by
 //! appending to the log directly (the store's files then hold each file's
 //! last version) and opened once, which reads it whole and saves the
 //! checkpoint, as the first open of a 0.4 history does. Then a child
@@ -134,7 +135,7 @@ fn build(backend: &str, dir: &Path, n: usize) -> f64 {
                     },
                     path: path(k),
                     from: None,
-                    time: now - Duration::from_secs((n - k) as u64),
+                    time: now - Duration::from_secs(10 * (n - k) as u64),
                     actor: Some("agent".into()),
                     call: Some(format!("toolu_{k}")),
                     sha256: sha256_hex(t.as_bytes()),
@@ -232,6 +233,36 @@ fn child(backend: &str, n: usize, dir: &Path) {
     );
 }
 
+/// The bytes of PostgreSQL's history table and its indexes (the tables of
+/// every size's history, which the parent measures before and after one).
+#[cfg(feature = "postgres")]
+fn pg_bytes() -> Option<u64> {
+    let url = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL").ok()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .ok()?;
+        tokio::spawn(conn);
+        let row = client
+            .query_one(
+                "SELECT COALESCE(pg_total_relation_size(to_regclass('claude_memory_history')), 0)::BIGINT",
+                &[],
+            )
+            .await
+            .ok()?;
+        u64::try_from(row.get::<_, i64>(0)).ok()
+    })
+}
+
+#[cfg(not(feature = "postgres"))]
+fn pg_bytes() -> Option<u64> {
+    None
+}
+
 /// Bytes of the log's storage.
 fn log_bytes(backend: &str, dir: &Path) -> Option<u64> {
     let size = |p: PathBuf| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
@@ -294,12 +325,19 @@ fn main() {
         );
         let mut base: Option<Vec<f64>> = None;
         for &n in &sizes {
-            let dir = tempfile::Builder::new()
+            let mut dir = tempfile::Builder::new()
                 .prefix(&format!("hist{n}"))
                 .tempdir()
                 .expect("dir");
+            // Kept for a look afterwards (EXPLAIN, a profiler).
+            dir.disable_cleanup(std::env::var_os("CLAUDE_MEMORY_BENCH_KEEP").is_some());
+            let pg_before = (backend == "postgres").then(pg_bytes).flatten();
             let first_open = build(backend, dir.path(), n);
-            let disk = log_bytes(backend, dir.path()).map(|b| {
+            let bytes = match pg_before {
+                Some(before) => pg_bytes().map(|after| after.saturating_sub(before)),
+                None => log_bytes(backend, dir.path()),
+            };
+            let disk = bytes.map(|b| {
                 let content: u64 = (0..n).map(|k| text(k).len() as u64).sum();
                 (b.saturating_sub(content)) as f64 / n as f64
             });

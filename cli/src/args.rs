@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use claude_memory::history::VersionId;
 
 const AFTER_HELP: &str = "\
 STORE is a directory, sqlite:PATH (a SQLite database file; sqlite://PATH
@@ -266,6 +267,16 @@ pub enum Command {
         /// Made by ACTOR (a label or a tool_use id)
         #[arg(long, value_name = "ACTOR")]
         actor: Option<String>,
+        /// Made in the call ID (a tool_use id)
+        #[arg(long, value_name = "ID")]
+        call: Option<String>,
+        /// Only the newest N (the next page back: --before the oldest one
+        /// shown) [default: every version, oldest first]
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// Only versions older than this one
+        #[arg(long, value_name = "ID", value_parser = parse_version)]
+        before: Option<VersionId>,
     },
 
     /// Print one version: its record and its content. Only reads the store.
@@ -288,11 +299,18 @@ pub enum Command {
     },
 
     /// Put a file back as it was in a version (for a delete, the content
-    /// removed); the revert is itself a new version.
+    /// removed); or undo everything one actor or one call did. A revert is
+    /// itself a change, kept in the history.
     Revert {
         /// The version id
-        #[arg(value_parser = parse_version)]
-        id: VersionId,
+        #[arg(value_parser = parse_version, required_unless_present_any = ["actor", "call"])]
+        id: Option<VersionId>,
+        /// Undo every change this actor made (a label, such as dream:ID)
+        #[arg(long, value_name = "LABEL", conflicts_with_all = ["id", "call"])]
+        actor: Option<String>,
+        /// Undo every change made in this call (a tool_use id)
+        #[arg(long, value_name = "ID", conflicts_with = "id")]
+        call: Option<String>,
     },
 
     /// Put the whole store, or a prefix, back as it was at a time.
@@ -351,45 +369,9 @@ pub enum HistoryAction {
     },
 }
 
-/// A version: a `--history` store's number, or a managed memory store's
-/// own id.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum VersionId {
-    /// `12` or `v12`.
-    Number(u64),
-    /// `memver_…`.
-    Managed(String),
-}
-
-impl VersionId {
-    /// The number, on a store whose history numbers its versions.
-    pub fn number(self) -> Result<u64, crate::output::Failure> {
-        match self {
-            VersionId::Number(n) => Ok(n),
-            VersionId::Managed(id) => Err(crate::output::Failure::Usage(format!(
-                "{id} is a managed memory store's version: this store numbers its versions (v12)"
-            ))),
-        }
-    }
-}
-
-/// A version id: `12`, `v12` or `memver_…`.
+/// A version id: `12`, `v12` or `memver_…` (the library's parse).
 pub fn parse_version(text: &str) -> Result<VersionId, String> {
-    let text = text.trim();
-    if text.starts_with("memver_")
-        && text.len() > 7
-        && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-    {
-        return Ok(VersionId::Managed(text.to_owned()));
-    }
-    text.trim_start_matches('v')
-        .parse()
-        .map(VersionId::Number)
-        .map_err(|_| {
-            format!(
-                "`{text}` is not a version id (such as 12, v12, or memver_… on a managed store)"
-            )
-        })
+    text.parse()
 }
 
 /// A human duration: humantime's `30d`, `1d12h`, `30 days`, `90s`, …

@@ -1,10 +1,13 @@
 //! `history`, `show`, `diff`, `revert`, `restore --at`, `redact` and
-//! `history prune`: the store's history (`claude_memory::history`).
+//! `history prune` over the one versions API (`claude_memory::history::
+//! Versions`): a `--history` store's log and a managed memory store's own
+//! versions alike, and the logs a `--history` store keeps.
 
 use std::time::{Duration, SystemTime};
 
 use claude_memory::history::{
-    HistoryLog, HistoryStore, Query, Retention, Revision, escape, escape_text,
+    ChangeOp, HistoryError, HistoryLog, HistoryStore, Query, Retention, Version, VersionId,
+    Versions, escape, escape_text,
 };
 use claude_memory::path::MemoryPath;
 use claude_memory::{MemoryStore, TenantId};
@@ -158,12 +161,14 @@ fn time(t: SystemTime) -> String {
     claude_memory::history::format_time(t)
 }
 
-fn line(v: &Revision) -> String {
-    // Every field a model or a stored file controls is escaped: no
-    // control character can move the cursor or forge a row.
+/// One listing line. Every field a model, a stored file or the service
+/// controls is escaped: no control character can move the cursor or
+/// forge a row.
+fn line(v: &Version, label: &str) -> String {
+    let shown = |p: &Option<String>| p.as_deref().map_or_else(|| "[redacted]".into(), escape);
     let path = match &v.from {
-        Some(from) => format!("{} -> {}", escape(from), escape(&v.path)),
-        None => escape(&v.path),
+        Some(from) => format!("{} -> {}", escape(from), shown(&v.path)),
+        None => shown(&v.path),
     };
     let actor = match (&v.actor, &v.call) {
         (Some(a), Some(c)) => format!("{}/{}", escape(a), escape(c)),
@@ -171,13 +176,13 @@ fn line(v: &Revision) -> String {
         (None, Some(c)) => escape(c),
         (None, None) => "-".into(),
     };
+    let sha = escape(v.sha256.as_deref().unwrap_or("-"));
     let mut text = format!(
-        "v{}\t{}\t{}\t{path}\t{actor}\t{}\t{}",
-        v.id,
+        "{label}\t{}\t{}\t{path}\t{actor}\t{}\t{}",
         time(v.time),
         v.op.as_str(),
-        v.sha256.get(..12).unwrap_or(&v.sha256),
-        claude_memory::human_size(v.size),
+        sha.get(..12).unwrap_or(&sha),
+        v.size.map_or_else(|| "-".into(), claude_memory::human_size),
     );
     if v.redacted {
         text.push_str("\t[redacted]");
@@ -192,79 +197,151 @@ fn path(text: &str) -> Result<MemoryPath, Failure> {
     MemoryPath::parse(text).map_err(|e| Failure::Usage(format!("{text}: {e}")))
 }
 
-/// `history [PATH] [--prefix P] [--since T] [--until T] [--actor A]`.
+/// A history operation's failure, in the store's words where they help.
+fn why(e: HistoryError) -> Failure {
+    match e {
+        // Asked of a history that cannot do it: the command, not the store.
+        HistoryError::Unsupported(what) => Failure::Usage(what.into()),
+        HistoryError::NoSuchVersion(_) => failed("no such version in this history"),
+        e => failed(e),
+    }
+}
+
+/// `history [PATH] [--prefix P] [--since T] [--until T] [--actor A]
+/// [--call ID] [--limit N] [--before ID]`: every version, oldest first,
+/// streamed a page at a time; with --limit, the newest N.
 pub fn list(
-    h: &History,
+    h: &dyn Versions,
+    mut query: Query,
     file: Option<&str>,
     prefix: Option<&str>,
-    since: Option<SystemTime>,
-    until: Option<SystemTime>,
-    actor: Option<String>,
 ) -> Outcome {
-    let query = Query {
-        path: file.map(path).transpose()?,
-        prefix: prefix.map(path).transpose()?,
-        since,
-        until,
-        actor,
-        limit: Some(usize::MAX),
-        ..Query::default()
-    };
-    // Records only: no version's content is read for a listing.
-    let versions = h.versions(&query).map_err(failed)?;
-    for v in &versions {
-        out(line(v))?;
+    query.path = file.map(path).transpose()?;
+    query.prefix = prefix.map(path).transpose()?;
+    let mut n = 0;
+    if query.limit.is_some() {
+        let page = h.history(&query).map_err(why)?;
+        for v in &page {
+            out(line(v, &v.id.to_string()))?;
+        }
+        n = page.len();
+        if let Some(oldest) = page.first().filter(|_| Some(n) == query.limit) {
+            out(format_args!(
+                "{} (older ones: --before {})",
+                count(n, "version", "versions"),
+                oldest.id
+            ))?;
+            return Ok(());
+        }
+    } else {
+        let mut printed = Ok(());
+        h.each(&query, &mut |v| {
+            n += 1;
+            if printed.is_ok() {
+                printed = out(line(&v, &v.id.to_string()));
+            }
+            Ok(())
+        })
+        .map_err(why)?;
+        printed?;
     }
-    out(format_args!(
-        "{}",
-        count(versions.len(), "version", "versions")
-    ))
+    out(count(n, "version", "versions"))
 }
 
 /// `show ID`: the record, then the content.
-pub fn show(h: &History, id: u64) -> Outcome {
-    let v = h.version(id).map_err(failed)?;
-    out(line(&v))?;
-    out(format_args!("sha256 {}", v.sha256))?;
-    match v.text() {
-        Some(text) => out(format_args!("--- content ---\n{}", escape_text(&text))),
-        None => out("--- content redacted ---"),
+pub fn show(h: &dyn Versions, id: &VersionId) -> Outcome {
+    let v = h.show(id).map_err(why)?;
+    out(line(&v, &id.to_string()))?;
+    out(format_args!(
+        "sha256 {}",
+        escape(v.sha256.as_deref().unwrap_or("-"))
+    ))?;
+    match (v.text(), v.op) {
+        (Some(text), _) if !v.redacted => {
+            out(format_args!("--- content ---\n{}", escape_text(&text)))
+        }
+        (None, ChangeOp::Deleted) if !v.redacted => out("--- deleted ---"),
+        _ => out("--- content redacted ---"),
     }
 }
 
 /// `diff A [B]`.
-pub fn diff(h: &History, a: u64, b: Option<u64>) -> Outcome {
-    let text = h.diff(a, b).map_err(failed)?;
+pub fn diff(h: &dyn Versions, a: &VersionId, b: Option<&VersionId>) -> Outcome {
+    let text = h.diff_versions(a, b).map_err(why)?;
     if text.is_empty() {
         return out("no differences");
     }
     out(escape_text(text.trim_end()))
 }
 
-/// `revert ID`.
-pub fn revert(h: &History, id: u64) -> Outcome {
-    let v = h.version(id).map_err(failed)?;
-    match h.revert(id).map_err(failed)? {
-        Some(new) => out(format_args!(
-            "reverted {} to v{id} (new version v{new})",
-            escape(&v.path)
-        )),
-        None => out(format_args!(
-            "{} already has the content of v{id}",
-            escape(&v.path)
-        )),
+/// `revert ID`, or `revert --actor LABEL` / `--call ID`: everything one
+/// actor or one call did, undone as one command.
+pub fn revert(
+    h: &dyn Versions,
+    id: Option<&VersionId>,
+    actor: Option<String>,
+    call: Option<String>,
+) -> Outcome {
+    if let Some(id) = id {
+        return match h.revert_to(id).map_err(why)? {
+            Some(p) => out(format_args!(
+                "reverted {} to {id} (the revert is itself a change, kept in the history)",
+                escape(&p)
+            )),
+            None => out(format_args!("the file already has the content of {id}")),
+        };
+    }
+    let (by, note) = match (actor, call) {
+        (Some(a), _) => (
+            Query {
+                actor: Some(a.clone()),
+                ..Query::default()
+            },
+            format!("revert of {a}"),
+        ),
+        (None, Some(c)) => (
+            Query {
+                call: Some(c.clone()),
+                ..Query::default()
+            },
+            format!("revert of call {c}"),
+        ),
+        (None, None) => {
+            return Err(Failure::Usage(
+                "revert needs a version id, --actor LABEL or --call ID".into(),
+            ));
+        }
+    };
+    let report = h.revert_changes(&by, &note).map_err(why)?;
+    for (p, what) in &report.reverted {
+        out(format_args!("{what} {}", escape(p)))?;
+    }
+    for (p, reason) in &report.skipped {
+        out(format_args!("skipped {}: {}", escape(p), escape(reason)))?;
+    }
+    out(format_args!(
+        "{}: {} put back, {} left as {} (noted \"{}\")",
+        escape(&note),
+        count(report.reverted.len(), "file", "files"),
+        report.skipped.len(),
+        if report.skipped.len() == 1 {
+            "it is"
+        } else {
+            "they are"
+        },
+        escape(&note)
+    ))?;
+    if report.skipped.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Reported)
     }
 }
 
 /// `restore --at TIME [--prefix P]`.
-pub fn restore(h: &History, at: SystemTime, prefix: Option<&str>, dry_run: bool) -> Outcome {
+pub fn restore(h: &dyn Versions, at: SystemTime, prefix: Option<&str>, dry_run: bool) -> Outcome {
     let prefix = prefix.map(path).transpose()?;
-    let report = if dry_run {
-        h.restore_plan(at, prefix.as_ref())
-    } else {
-        h.restore(at, prefix.as_ref())
-    }
-    .map_err(failed)?;
+    let report = h.restore_at(at, prefix.as_ref(), dry_run).map_err(why)?;
     let (restored, deleted) = if dry_run {
         ("would restore", "would delete")
     } else {
@@ -302,10 +379,10 @@ pub fn restore(h: &History, at: SystemTime, prefix: Option<&str>, dry_run: bool)
 }
 
 /// `redact ID` or `redact --text TEXT`.
-pub fn redact(h: &History, id: Option<u64>, text: Option<&str>) -> Outcome {
+pub fn redact(h: &dyn Versions, id: Option<&VersionId>, text: Option<&str>) -> Outcome {
     if let Some(text) = text {
-        let (ids, still) = h.redact_text(text.as_bytes()).map_err(failed)?;
-        let list: Vec<String> = ids.iter().map(|v| format!("v{v}")).collect();
+        let (ids, still) = h.erase_text(text.as_bytes()).map_err(why)?;
+        let list: Vec<String> = ids.iter().map(ToString::to_string).collect();
         out(format_args!(
             "erased the text from {}{}",
             count(ids.len(), "version", "versions"),
@@ -328,15 +405,15 @@ pub fn redact(h: &History, id: Option<u64>, text: Option<&str>) -> Outcome {
             "redact needs a version id or --text TEXT".into(),
         ));
     };
-    let ids = h.redact(id).map_err(failed)?;
-    let also: Vec<String> = ids[1..].iter().map(|v| format!("v{v}")).collect();
+    let ids = h.redact_version(id).map_err(why)?;
+    let also: Vec<String> = ids.iter().skip(1).map(ToString::to_string).collect();
     if also.is_empty() {
         out(format_args!(
-            "redacted v{id}: its content is erased, its record kept"
+            "redacted {id}: its content is erased, its record kept"
         ))
     } else {
         out(format_args!(
-            "redacted v{id} and {} holding the same content ({}): their content is erased, their records kept",
+            "redacted {id} and {} holding the same content ({}): their content is erased, their records kept",
             count(also.len(), "other version", "other versions"),
             also.join(", ")
         ))
@@ -345,7 +422,7 @@ pub fn redact(h: &History, id: Option<u64>, text: Option<&str>) -> Outcome {
 
 /// `history prune [--older-than AGE] [--keep N]`.
 pub fn prune(
-    h: &History,
+    h: &dyn Versions,
     older_than: Option<Duration>,
     keep: Option<usize>,
     dry_run: bool,
@@ -364,12 +441,7 @@ pub fn prune(
         max_age: older_than,
         keep_per_file: keep,
     };
-    let removed = if dry_run {
-        h.prune_plan(&retention)
-    } else {
-        h.prune(&retention)
-    }
-    .map_err(failed)?;
+    let removed = h.prune_history(&retention, dry_run).map_err(why)?;
     out(format_args!(
         "{} {} (the latest version of every live file is kept)",
         if dry_run { "would remove" } else { "removed" },

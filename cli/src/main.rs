@@ -19,7 +19,6 @@ mod crypt;
 mod history;
 mod history_copy;
 mod managed;
-mod managed_history;
 mod mcp;
 mod output;
 mod prune;
@@ -32,6 +31,7 @@ use std::io;
 use std::process::ExitCode;
 
 use clap::Parser;
+use claude_memory::history::Versions;
 use claude_memory::{Config, MemoryStore, MemoryTool};
 
 /// The handler on whichever store the command line names.
@@ -54,14 +54,6 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => failure.report(),
-    }
-}
-
-/// The memory store's id of a `managed:` store.
-fn managed_id(spec: &StoreSpec) -> &str {
-    match spec {
-        StoreSpec::Managed(id) => id,
-        _ => "",
     }
 }
 
@@ -120,15 +112,26 @@ fn run(cli: Cli) -> Outcome {
         Ok(MemoryTool::with_config(store, config.clone()))
     };
     // The history commands never start a history: on a store without one
-    // they say so (a restore would otherwise take every file for new).
-    let open_history = |access: Access| {
+    // they say so (a restore would otherwise take every file for new). A
+    // managed store's history is the service's own versions.
+    let open_versions = |access: Access| -> Result<Box<dyn Versions>, Failure> {
+        if let StoreSpec::Managed(id) = &spec {
+            return managed::versions(id);
+        }
         let (store, sealer) = crypt::wrap(
             store::open(&spec, tenant, access)?,
             ring.as_ref(),
             access,
             tenant,
         )?;
-        history::open(&spec, tenant, store, access, false, sealer.as_ref())
+        Ok(Box::new(history::open(
+            &spec,
+            tenant,
+            store,
+            access,
+            false,
+            sealer.as_ref(),
+        )?))
     };
     match cli.command {
         Command::Keygen { .. } => Ok(()),
@@ -204,55 +207,12 @@ fn run(cli: Cli) -> Outcome {
             }
         }
         Command::Check => check::check(&open(Access::Read)?),
-        // A managed store's history is the service's own versions.
-        Command::History {
-            action: None,
-            path,
-            prefix,
-            since,
-            until,
-            actor,
-        } if matches!(spec, StoreSpec::Managed(_)) => {
-            let listing = managed_history::Listing {
-                path: path.as_deref(),
-                prefix: prefix.as_deref(),
-                since,
-                until,
-                actor,
-            };
-            managed_history::run(managed_id(&spec), managed_history::Action::List(listing))
-        }
-        Command::Show { id } if matches!(spec, StoreSpec::Managed(_)) => managed_history::run(
-            managed_id(&spec),
-            managed_history::Action::Show(managed_history::id(id)?),
-        ),
-        Command::Diff { from, to } if matches!(spec, StoreSpec::Managed(_)) => {
-            let to = to.map(managed_history::id).transpose()?;
-            managed_history::run(
-                managed_id(&spec),
-                managed_history::Action::Diff(managed_history::id(from)?, to),
-            )
-        }
-        Command::Revert { id } if matches!(spec, StoreSpec::Managed(_)) => managed_history::run(
-            managed_id(&spec),
-            managed_history::Action::Revert(managed_history::id(id)?),
-        ),
-        Command::Redact {
-            id: Some(id),
-            text: None,
-        } if matches!(spec, StoreSpec::Managed(_)) => managed_history::run(
-            managed_id(&spec),
-            managed_history::Action::Redact(managed_history::id(id)?),
-        ),
         Command::History {
             action: Some(args::HistoryAction::Copy { to }),
             ..
         } => {
             let dest_spec = StoreSpec::parse(&to)?;
-            let plan = match &spec {
-                StoreSpec::Managed(id) => history_copy::from_managed(id)?,
-                _ => history_copy::from_history(&open_history(Access::Read)?)?,
-            };
+            let source = open_versions(Access::Read)?;
             let dest = store::open(&dest_spec, None, Access::Create)?;
             let dest: Box<dyn MemoryStore> = match dest_spec {
                 StoreSpec::Managed(_) => dest,
@@ -265,25 +225,7 @@ fn run(cli: Cli) -> Outcome {
                     None,
                 )?),
             };
-            history_copy::replay(&*dest, &plan)
-        }
-        Command::History {
-            action: Some(_), ..
-        } if matches!(spec, StoreSpec::Managed(_)) => Err(managed_history::unsupported(
-            "history prune",
-            "the service keeps every version for its own retention period",
-        )),
-        Command::Restore { .. } if matches!(spec, StoreSpec::Managed(_)) => {
-            Err(managed_history::unsupported(
-                "restore --at",
-                "revert one memory at a time to a version (`history PATH`, then `revert memver_…`)",
-            ))
-        }
-        Command::Redact { .. } if matches!(spec, StoreSpec::Managed(_)) => {
-            Err(managed_history::unsupported(
-                "redact --text",
-                "the service redacts whole versions only (`redact memver_…`)",
-            ))
+            history_copy::copy(&*source, &*dest)
         }
         Command::History {
             action:
@@ -297,18 +239,29 @@ fn run(cli: Cli) -> Outcome {
             since,
             until,
             actor,
+            call,
+            limit,
+            before,
         } => {
             if path.is_some()
                 || prefix.is_some()
                 || since.is_some()
                 || until.is_some()
                 || actor.is_some()
+                || call.is_some()
+                || limit.is_some()
+                || before.is_some()
             {
                 return Err(Failure::Usage(
-                    "history prune applies to the whole history: it takes --older-than and --keep only (no PATH, --prefix, --since, --until or --actor)".into(),
+                    "history prune applies to the whole history: it takes --older-than and --keep only (no PATH, --prefix, --since, --until, --actor, --call, --limit or --before)".into(),
                 ));
             }
-            history::prune(&open_history(Access::Change)?, older_than, keep, dry_run)
+            let access = if dry_run {
+                Access::Read
+            } else {
+                Access::Change
+            };
+            history::prune(&*open_versions(access)?, older_than, keep, dry_run)
         }
         Command::History {
             action: None,
@@ -317,39 +270,49 @@ fn run(cli: Cli) -> Outcome {
             since,
             until,
             actor,
-        } => history::list(
-            &open_history(Access::Read)?,
-            path.as_deref(),
-            prefix.as_deref(),
-            since,
-            until,
-            actor,
-        ),
-        Command::Show { id } => {
-            let id = id.number()?;
-            history::show(&open_history(Access::Read)?, id)
+            call,
+            limit,
+            before,
+        } => {
+            let query = claude_memory::history::Query {
+                since,
+                until,
+                actor,
+                call,
+                limit,
+                before,
+                ..Default::default()
+            };
+            history::list(
+                &*open_versions(Access::Read)?,
+                query,
+                path.as_deref(),
+                prefix.as_deref(),
+            )
         }
+        Command::Show { id } => history::show(&*open_versions(Access::Read)?, &id),
         Command::Diff { from, to } => {
-            let (from, to) = (from.number()?, to.map(args::VersionId::number).transpose()?);
-            history::diff(&open_history(Access::Read)?, from, to)
+            history::diff(&*open_versions(Access::Read)?, &from, to.as_ref())
         }
-        Command::Revert { id } => {
-            let id = id.number()?;
-            history::revert(&open_history(Access::Change)?, id)
+        Command::Revert { id, actor, call } => {
+            history::revert(&*open_versions(Access::Change)?, id.as_ref(), actor, call)
         }
         Command::Restore {
             at,
             prefix,
             dry_run,
-        } => history::restore(
-            &open_history(Access::Change)?,
-            at,
-            prefix.as_deref(),
-            dry_run,
-        ),
-        Command::Redact { id, text } => {
-            let id = id.map(args::VersionId::number).transpose()?;
-            history::redact(&open_history(Access::Change)?, id, text.as_deref())
+        } => {
+            let access = if dry_run {
+                Access::Read
+            } else {
+                Access::Change
+            };
+            history::restore(&*open_versions(access)?, at, prefix.as_deref(), dry_run)
         }
+        Command::Redact { id, text } => history::redact(
+            &*open_versions(Access::Change)?,
+            id.as_ref(),
+            text.as_deref(),
+        ),
     }
 }

@@ -29,9 +29,28 @@ pub fn open(id: &str) -> Result<Box<dyn MemoryStore>, Failure> {
     Ok(Box::new(store))
 }
 
+/// Why a build without the `managed` feature refuses a managed store.
+#[cfg(not(feature = "managed"))]
+const NOT_BUILT: &str = "this claude-memory was built without managed memory stores (reinstall with: cargo install claude-memory-cli --features managed)";
+
 #[cfg(not(feature = "managed"))]
 pub fn open(_: &str) -> Result<Box<dyn MemoryStore>, Failure> {
-    Err(Failure::Usage(
-        "this claude-memory was built without managed memory stores (reinstall with: cargo install claude-memory-cli --features managed)".into(),
-    ))
+    Err(Failure::Usage(NOT_BUILT.into()))
+}
+
+/// The store's history: the service's own versions.
+#[cfg(feature = "managed")]
+pub fn versions(id: &str) -> Result<Box<dyn claude_memory::history::Versions>, Failure> {
+    let store = claude_memory::ManagedStore::open(id).map_err(|e| {
+        Failure::Failed(format!(
+            "cannot open the managed memory store {id}: {}",
+            crate::output::with_causes(&e)
+        ))
+    })?;
+    Ok(Box::new(store))
+}
+
+#[cfg(not(feature = "managed"))]
+pub fn versions(_: &str) -> Result<Box<dyn claude_memory::history::Versions>, Failure> {
+    Err(Failure::Usage(NOT_BUILT.into()))
 }

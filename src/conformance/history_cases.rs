@@ -571,3 +571,110 @@ pub fn history_repair_on_open(store: &dyn MemoryStore, log: OpenLog<'_>) {
     assert!(v.iter().all(|x| x.id != batch[0].id));
     assert!(open(store, log).repair_report().is_clean());
 }
+
+/// Everything one actor did (a consolidation run, a model's session) is
+/// undone by one command: files it created removed, edited ones put back,
+/// renamed ones moved back, deleted ones brought back; a file another
+/// actor changed since is left as it is, and said. The versions API does
+/// it, so the same holds on every store.
+pub fn history_revert_changes_undoes_one_actor(store: &dyn MemoryStore, log: OpenLog<'_>) {
+    use crate::history::Versions as _;
+    let agent = MemoryTool::new(open(store, log));
+    for (id, path, text) in [
+        ("a1", "/memories/keep.md", "keep\n"),
+        ("a2", "/memories/edit.md", "v1\n"),
+        ("a3", "/memories/move.md", "m\n"),
+        ("a4", "/memories/gone.md", "g\n"),
+        ("a5", "/memories/later.md", "l1\n"),
+    ] {
+        call(
+            &agent,
+            id,
+            json!({"command": "create", "path": path, "file_text": text}),
+        );
+    }
+    let dream = MemoryTool::new(
+        HistoryStore::open(store, log())
+            .expect("open")
+            .with_label("dream:7"),
+    );
+    for (id, input) in [
+        (
+            "d1",
+            json!({"command": "str_replace", "path": "/memories/edit.md", "old_str": "v1", "new_str": "v2"}),
+        ),
+        (
+            "d2",
+            json!({"command": "rename", "old_path": "/memories/move.md", "new_path": "/memories/moved.md"}),
+        ),
+        (
+            "d3",
+            json!({"command": "delete", "path": "/memories/gone.md"}),
+        ),
+        (
+            "d4",
+            json!({"command": "create", "path": "/memories/new.md", "file_text": "n\n"}),
+        ),
+        (
+            "d5",
+            json!({"command": "str_replace", "path": "/memories/later.md", "old_str": "l1", "new_str": "l2"}),
+        ),
+    ] {
+        call(&dream, id, input);
+    }
+    call(
+        &agent,
+        "a6",
+        json!({"command": "str_replace", "path": "/memories/later.md", "old_str": "l2", "new_str": "l3"}),
+    );
+    let h = agent.store();
+    let by = Query {
+        actor: Some("dream:7".into()),
+        ..Query::default()
+    };
+    let report = h.revert_changes(&by, "revert of dream:7").expect("revert");
+    let mut reverted = report.reverted.clone();
+    reverted.sort();
+    assert_eq!(
+        reverted,
+        [
+            ("/memories/edit.md".to_owned(), "rewritten"),
+            ("/memories/gone.md".to_owned(), "restored"),
+            ("/memories/move.md".to_owned(), "moved back"),
+            ("/memories/new.md".to_owned(), "deleted"),
+        ]
+    );
+    assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
+    assert_eq!(report.skipped[0].0, "/memories/later.md");
+    assert_eq!(read(h, "/memories/edit.md").as_deref(), Some("v1\n"));
+    assert_eq!(read(h, "/memories/move.md").as_deref(), Some("m\n"));
+    assert_eq!(read(h, "/memories/moved.md"), None);
+    assert_eq!(read(h, "/memories/gone.md").as_deref(), Some("g\n"));
+    assert_eq!(read(h, "/memories/new.md"), None);
+    assert_eq!(read(h, "/memories/later.md").as_deref(), Some("l3\n"));
+    assert_eq!(read(h, "/memories/keep.md").as_deref(), Some("keep\n"));
+    // The revert's changes are versions of their own, noted.
+    let noted = all(h)
+        .into_iter()
+        .filter(|v| v.note.as_deref() == Some("revert of dream:7"))
+        .count();
+    assert!(noted >= 4, "{noted} versions noted");
+    // A call's changes alone.
+    call(
+        &agent,
+        "a7",
+        json!({"command": "create", "path": "/memories/once.md", "file_text": "o\n"}),
+    );
+    let by_call = Query {
+        call: Some("a7".into()),
+        ..Query::default()
+    };
+    let report = h
+        .revert_changes(&by_call, "revert of call a7")
+        .expect("revert");
+    assert_eq!(
+        report.reverted,
+        [("/memories/once.md".to_owned(), "deleted")]
+    );
+    assert_eq!(read(h, "/memories/once.md"), None);
+}

@@ -181,6 +181,10 @@ pub const HISTORY_CASES: &[(&str, HistoryCase)] = &[
         "history_log_answers_match_the_reference",
         history_log_answers_match_the_reference,
     ),
+    (
+        "history_revert_changes_undoes_one_actor",
+        history_revert_changes_undoes_one_actor,
+    ),
 ];
 
 /// Runs a history case on a store and log provided by `with`, which
@@ -207,6 +211,7 @@ macro_rules! history_conformance_tests {
             history_redact_and_prune,
             history_repair_on_open,
             history_log_answers_match_the_reference,
+            history_revert_changes_undoes_one_actor,
         }
     };
 }

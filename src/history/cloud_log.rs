@@ -188,6 +188,9 @@ impl HistoryLog for CloudLog {
             loop {
                 let id = self.last.fetch_add(1, Ordering::Relaxed) + 1;
                 v.id = id;
+                if v.file == 0 {
+                    v.file = id;
+                }
                 v.time = v.time.max(SystemTime::UNIX_EPOCH);
                 let body = serde_json::to_vec(&Record::of(v)).map_err(log_error)?;
                 let (bucket, key) = (Arc::clone(&self.store.store), self.key(id));

@@ -25,24 +25,50 @@ pub(super) fn json_len(text: &str) -> usize {
 }
 
 /// An offset to read forward from to find the first version line whose
-/// id is at least `target`: no version line before it has one. Found by
-/// a binary search over byte offsets (ids grow along the journal), each
-/// step reading a few bytes, so its cost is the log of the journal's
-/// length.
+/// id is at least `target`: no version line before it has one. Ids grow
+/// along the journal, and lines are of similar lengths, so the search
+/// guesses where the id lies from the ids at the ends of the range
+/// (interpolation: a few probes, whatever the journal's length), and
+/// halves the range every other step, so uneven lines cost at most the
+/// log of the length. Each probe reads a line's first bytes.
 pub(super) fn lower_bound(file: &File, len: u64, target: u64) -> Result<u64, HistoryError> {
-    const SCAN: u64 = 64 * 1024;
+    const SCAN: u64 = 16 * 1024;
+    // Ids at the ends of the range, once probed (versions below `lo` are
+    // below the target, versions from `hi` on are at least it).
     let (mut lo, mut hi) = (0u64, len);
+    let (mut lo_id, mut hi_id): (Option<u64>, Option<u64>) = (None, None);
+    let mut step = 0u32;
     while hi - lo > SCAN {
-        let mid = lo + (hi - lo) / 2;
+        step += 1;
+        let guess = match (lo_id, hi_id) {
+            (Some(a), Some(b)) if step.is_multiple_of(2) && b > a && target > a => {
+                let share = (target - a) as f64 / (b - a) as f64;
+                lo + ((hi - lo) as f64 * share.min(1.0)) as u64
+            }
+            _ => lo + (hi - lo) / 2,
+        };
+        // Never at an end, so every step shrinks the range.
+        let mid = guess.clamp(lo + 1, hi - 1);
         let start = next_line_start(file, mid, hi)?;
         if start >= hi {
-            break; // one long line: the rest is read line by line
+            if step.is_multiple_of(2) {
+                continue; // a guess past the last line start: halve instead
+            }
+            break; // no line starts in the upper half: read the rest by line
         }
         // No version in [start, hi): reading from `start` finds the same
         // first version as reading from `hi`.
         match first_version_at(file, start, hi)? {
-            Some((at, id)) if id < target => lo = next_line_start(file, at + 1, hi)?,
-            Some((at, _)) => hi = at,
+            // Ids grow along the journal: the first at least the target.
+            Some((at, id)) if id == target => return Ok(at),
+            Some((at, id)) if id < target => {
+                lo = next_line_start(file, at + 1, hi)?;
+                lo_id = Some(id);
+            }
+            Some((at, id)) => {
+                hi = at;
+                hi_id = Some(id);
+            }
             None => hi = start,
         }
     }
@@ -82,22 +108,25 @@ fn next_line_start(file: &File, at: u64, end: u64) -> Result<u64, HistoryError> 
 }
 
 /// The first version line at or after line start `start`, before `end`:
-/// its offset and id.
+/// its offset and id, from each line's first bytes (a version line is
+/// never read whole).
 fn first_version_at(file: &File, start: u64, end: u64) -> Result<Option<(u64, u64)>, HistoryError> {
-    let mut found = None;
     let mut at = start;
-    each_line_until(file, start, &mut |line| {
-        if at >= end {
-            return false;
+    let mut head = [0u8; 32];
+    while at < end {
+        let mut reader = file;
+        reader.seek(SeekFrom::Start(at)).map_err(log_error)?;
+        let n = reader.read(&mut head).map_err(log_error)?;
+        if n == 0 {
+            return Ok(None);
         }
-        if let Some(id) = leading_version_id(line) {
-            found = Some((at, id));
-            return false;
+        if let Some(id) = leading_version_id(&head[..n]) {
+            return Ok(Some((at, id)));
         }
-        at += line.len() as u64 + 1;
-        true
-    })?;
-    Ok(found)
+        // A mark, a 0.4 drop line, a torn line: the next line.
+        at = next_line_start(file, at + 1, end)?;
+    }
+    Ok(None)
 }
 
 /// The id a version line starts with (`{"id":N,`).

@@ -151,6 +151,9 @@ impl HistoryLog for MemoryLog {
         for v in versions.iter_mut() {
             state.last_id += 1;
             v.id = state.last_id;
+            if v.file == 0 {
+                v.file = v.id;
+            }
             state.held += held(v);
             state.versions.insert(v.id, v.clone());
         }

@@ -57,6 +57,8 @@ mod index;
 mod journal_dir;
 mod journal_line;
 mod log;
+#[cfg(feature = "managed")]
+mod managed;
 mod memory_log;
 mod ops;
 mod repair;
@@ -67,6 +69,7 @@ mod sql;
 mod store;
 mod store_impl;
 mod version;
+mod versions;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -88,6 +91,7 @@ pub use self::version::{
     ChangeOp, DEFAULT_LIMIT, HistoryError, Query, RepairReport, RestoreReport, Retention, Revision,
     SkipReason,
 };
+pub use self::versions::{RevertReport, Version, VersionId, Versions};
 
 pub(crate) fn to_nanos(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)

@@ -12,6 +12,7 @@ use super::log::{Filter, Order, file_of};
 use super::repair::touched;
 use super::store::{PAGE, UNREADABLE};
 use super::version::DEFAULT_LIMIT;
+use super::versions::VersionId;
 use super::{
     ChangeOp, HistoryError, HistoryStore, Query, RestoreReport, Retention, Revision, SkipReason,
     format_time, sha256_hex, under,
@@ -28,21 +29,10 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// the newest [`Query::limit`] older than [`Query::before`], ids
     /// ascending. For the content, [`version`](Self::version).
     pub fn versions(&self, query: &Query) -> Result<Vec<Revision>, HistoryError> {
-        let mut filter = Filter {
-            before: query.before,
-            prefix: query.prefix.as_ref().map(MemoryPath::normalized),
-            since: query.since,
-            until: query.until,
-            actor: query.actor.clone(),
-            call: query.call.clone(),
-            ..Filter::default()
+        let Some(mut filter) = self.filter_of(query)? else {
+            return Ok(Vec::new());
         };
-        if let Some(p) = &query.path {
-            match self.file_at(&p.normalized())? {
-                Some(file) => filter.files = Some(vec![file]),
-                None => return Ok(Vec::new()),
-            }
-        }
+        filter.before = query.before.as_ref().map(VersionId::local).transpose()?;
         let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
         let mut page = self.log.find(&filter, Order::Newest, limit)?;
         page.reverse();
@@ -50,6 +40,37 @@ impl<S: MemoryStore> HistoryStore<S> {
             v.file = file_of(v);
         }
         Ok(page)
+    }
+
+    /// The log's filter for `query` (its limit and `before` aside), or
+    /// `None` if it names a file there is none of.
+    pub(super) fn filter_of(&self, query: &Query) -> Result<Option<Filter>, HistoryError> {
+        let mut filter = Filter {
+            prefix: query.prefix.as_ref().map(MemoryPath::normalized),
+            since: query.since,
+            until: query.until,
+            actor: query.actor.clone(),
+            call: query.call.clone(),
+            ..Filter::default()
+        };
+        let mut files = Vec::new();
+        if let Some(p) = &query.path {
+            match self.file_at(&p.normalized())? {
+                Some(file) => files.push(file),
+                None => return Ok(None),
+            }
+        }
+        if let Some(f) = &query.file {
+            let f = super::versions::local_file(f)?;
+            if !files.is_empty() && files != [f] {
+                return Ok(None);
+            }
+            files = vec![f];
+        }
+        if !files.is_empty() {
+            filter.files = Some(files);
+        }
+        Ok(Some(filter))
     }
 
     /// The file at stored path `p` now, or the last one that was there.
@@ -72,7 +93,10 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// that refers to its file's previous one (a rename, or a delete of
     /// content the history has) takes that one's.
     pub fn version(&self, id: u64) -> Result<Revision, HistoryError> {
-        let mut v = self.log.get(id)?.ok_or(HistoryError::NoSuchVersion(id))?;
+        let mut v = self
+            .log
+            .get(id)?
+            .ok_or(HistoryError::NoSuchVersion(VersionId::Local(id)))?;
         v.file = file_of(&v);
         let mut at = v.clone_record();
         while v.content.is_none() && !v.redacted && at.note.as_deref() != Some(UNREADABLE) {
@@ -102,7 +126,8 @@ impl<S: MemoryStore> HistoryStore<S> {
         if v.op == ChangeOp::Deleted {
             return Ok(String::new());
         }
-        v.text().ok_or(HistoryError::Redacted(v.id))
+        v.text()
+            .ok_or(HistoryError::Redacted(VersionId::Local(v.id)))
     }
 
     /// A unified diff from version `from` to version `to`, or to the file
@@ -155,7 +180,10 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// `revert to v{id}`; `Ok(None)` if the file already has that content.
     pub fn revert(&self, id: u64) -> Result<Option<u64>, HistoryError> {
         let v = self.version(id)?;
-        let content = v.content.clone().ok_or(HistoryError::Redacted(id))?;
+        let content = v
+            .content
+            .clone()
+            .ok_or(HistoryError::Redacted(VersionId::Local(id)))?;
         let path = self.current_path(&v);
         let target = MemoryPath::from_stored(&path)
             .ok_or_else(|| HistoryError::Log(format!("cannot name {path}")))?;
@@ -351,7 +379,10 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// size) stay, marked redacted. Returns the ids erased, `id` first.
     pub fn redact(&self, id: u64) -> Result<Vec<u64>, HistoryError> {
         self.operator(|_| {
-            let target = self.log.get(id)?.ok_or(HistoryError::NoSuchVersion(id))?;
+            let target = self
+                .log
+                .get(id)?
+                .ok_or(HistoryError::NoSuchVersion(VersionId::Local(id)))?;
             let mut ids = vec![id];
             self.walk(&Filter::default(), &mut |v| {
                 if v.id != id && v.sha256 == target.sha256 && !v.redacted {
@@ -439,30 +470,32 @@ impl<S: MemoryStore> HistoryStore<S> {
 
     /// What [`prune`](Self::prune) would remove, removing nothing.
     pub fn prune_plan(&self, retention: &Retention) -> Result<Vec<u64>, HistoryError> {
-        let live: BTreeSet<u64> = self.lock().files.values().map(|(f, _)| *f).collect();
-        self.beyond(&live, retention)
+        let (live, seen) = {
+            let index = self.lock();
+            let live: BTreeSet<u64> = index.files.values().map(|(f, _)| *f).collect();
+            (live, index.seen)
+        };
+        // As the prune would: with a checkpoint saved first.
+        self.beyond(&live, retention, Some(seen))
     }
 
     /// The versions beyond `retention`: per file, those past the newest
     /// `keep_per_file` or older than `max_age`, never the latest version
     /// of a live file. Walks the history once, holding an id and a time
     /// per version of the files (16 bytes each), no record.
+    /// Versions after `covered` (the id the log's checkpoint covers, if
+    /// any) are kept: an open replays every version after the checkpoint,
+    /// and a pruned rename there would leave its source live in the
+    /// replay; they go once a later checkpoint covers them.
     fn beyond(
         &self,
         live: &BTreeSet<u64>,
         retention: &Retention,
+        covered: Option<u64>,
     ) -> Result<Vec<u64>, HistoryError> {
         let cutoff = retention
             .max_age
             .and_then(|age| SystemTime::now().checked_sub(age));
-        // An open replays every version after the checkpoint (a pruned
-        // rename there would leave its source live in the replay): those
-        // stay until a later checkpoint covers them.
-        let covered = self
-            .log
-            .checkpoint()?
-            .and_then(|data| Index::from_checkpoint(&data, u64::MAX))
-            .map(|saved| saved.seen);
         let mut by_file: HashMap<u64, Vec<(u64, SystemTime)>> = HashMap::new();
         let filter = Filter {
             before: covered.map(|at| at.saturating_add(1)),
@@ -498,7 +531,17 @@ impl<S: MemoryStore> HistoryStore<S> {
     pub fn prune(&self, retention: &Retention) -> Result<Vec<u64>, HistoryError> {
         self.operator(|index| {
             let live: BTreeSet<u64> = index.files.values().map(|(f, _)| *f).collect();
-            let removed = self.beyond(&live, retention)?;
+            // A checkpoint of the index as it is covers every version; if
+            // it cannot be saved (a full disk), the one there covers less.
+            let covered = match self.log.save_checkpoint(&index.to_checkpoint()) {
+                Ok(()) => Some(index.seen),
+                Err(_) => self
+                    .log
+                    .checkpoint()?
+                    .and_then(|data| Index::from_checkpoint(&data, u64::MAX))
+                    .map(|saved| saved.seen),
+            };
+            let removed = self.beyond(&live, retention, covered)?;
             if removed.is_empty() {
                 return Ok((removed, false));
             }

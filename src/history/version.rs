@@ -110,10 +110,13 @@ pub enum HistoryError {
     Store(#[from] StoreError),
     /// No version has this id.
     #[error("no version {0}")]
-    NoSuchVersion(u64),
+    NoSuchVersion(super::VersionId),
     /// The version's content was redacted.
-    #[error("version {0} was redacted: its content is gone")]
-    Redacted(u64),
+    #[error("{0} was redacted: its content is gone")]
+    Redacted(super::VersionId),
+    /// What this store's history cannot do, and what to do instead.
+    #[error("{0}")]
+    Unsupported(&'static str),
 }
 
 /// Which versions [`HistoryStore::versions`](crate::history::HistoryStore::versions)
@@ -135,9 +138,12 @@ pub struct Query {
     pub actor: Option<String>,
     /// Made in this call (the per-call actor, such as a `tool_use` id).
     pub call: Option<String>,
-    /// Only versions older than this id: the next page back is the one
-    /// before the oldest id of the last.
-    pub before: Option<u64>,
+    /// The versions of this file, as [`Version::file`](super::Version::file)
+    /// names it (`v3`, `mem_…`).
+    pub file: Option<String>,
+    /// Only versions older than this one: the next page back is the one
+    /// before the oldest of the last.
+    pub before: Option<super::VersionId>,
     /// At most this many, the newest ([`DEFAULT_LIMIT`] if unset).
     pub limit: Option<usize>,
 }

@@ -46,9 +46,9 @@ pub use fs::{FilesystemStore, FilesystemStoreBuilder};
 #[cfg_attr(docsrs, doc(cfg(feature = "managed")))]
 pub use managed::sync as managed_sync;
 #[cfg(feature = "managed")]
-pub use managed::{
-    ManagedBuilder, ManagedError, ManagedStore, ManagedVersion, VersionOp, VersionQuery,
-};
+pub use managed::{ManagedBuilder, ManagedError, ManagedStore};
+#[cfg(feature = "managed")]
+pub(crate) use managed::{ServiceVersion, TOO_MANY};
 pub use memory::InMemoryStore;
 #[cfg(feature = "cloud")]
 pub use object::{CloudBuilder, CloudError, CloudScheme, CloudStore, parse_cloud_url};

@@ -8,8 +8,9 @@
 use std::time::Duration;
 
 use claude_memory::backup::{Backup, ImportOptions};
+use claude_memory::history::{HistoryError, Query, Versions as _};
 use claude_memory::store::managed_sync::{SyncEvent, SyncOptions, SyncState};
-use claude_memory::store::{MemoryStoreExt as _, VersionQuery, WriteMode};
+use claude_memory::store::{MemoryStoreExt as _, WriteMode};
 use claude_memory::{FilesystemStore, InMemoryStore, ManagedStore, MemoryPath, MemoryStore};
 use claude_memory::{MemoryTool, StoreError};
 use serde_json::{Value, json};
@@ -141,15 +142,15 @@ fn a_corrupted_version_is_never_shown_or_reverted_to() {
     put(&id, "/v.md", "one\n");
     let mem = memories_with_ids(&id)[0].1.clone();
     overwrite(&id, &mem, "two\n");
-    let first = remote.versions(&VersionQuery::default()).expect("versions")[0].clone();
+    let first = remote.history(&Query::default()).expect("versions")[0].clone();
     patch(&id, 20, "GET", json!({"content": "forged\n"}), None);
     assert!(matches!(
-        remote.version(&first.id),
-        Err(StoreError::Integrity { .. })
+        remote.show(&first.id),
+        Err(HistoryError::Store(StoreError::Integrity { .. }))
     ));
     assert!(matches!(
         remote.revert_to(&first.id),
-        Err(StoreError::Integrity { .. })
+        Err(HistoryError::Store(StoreError::Integrity { .. }))
     ));
     unpatch(&id);
     assert_eq!(memories(&id), [("/v.md".into(), "two\n".into())]);
@@ -448,10 +449,15 @@ fn paths_not_spelled_as_the_store_spells_them_are_skipped() {
 fn redacting_the_current_version_is_refused_with_what_to_do() {
     let Some((remote, id)) = fresh() else { return };
     put(&id, "/c.md", "live\n");
-    let current = remote.versions(&VersionQuery::default()).expect("versions")[0].clone();
+    let current = remote.history(&Query::default()).expect("versions")[0].clone();
     let (url, key) = managed_support::endpoint().expect("emulator");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_claude-memory-cli"))
-        .args(["--store", &format!("managed:{id}"), "redact", &current.id])
+        .args([
+            "--store",
+            &format!("managed:{id}"),
+            "redact",
+            &current.id.to_string(),
+        ])
         .env("ANTHROPIC_API_KEY", key)
         .env("ANTHROPIC_BASE_URL", url)
         .output()

@@ -7,7 +7,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use claude_memory::backup::{Backup, ImportOptions};
-use claude_memory::store::{MemoryStoreExt as _, VersionQuery, WriteMode};
+use claude_memory::history::{HistoryError, Query, Versions as _};
+use claude_memory::store::{MemoryStoreExt as _, WriteMode};
 use claude_memory::{InMemoryStore, MemoryPath, StoreError};
 use serde_json::{Value, json};
 
@@ -250,7 +251,7 @@ fn an_import_whose_placeholder_create_answer_was_lost_leaves_nothing_behind() {
     assert_eq!(memories(&id), [], "left on the service ({failed})");
 }
 
-/// R8. A version with content and a null content_sha256: version()
+/// R8. A version with content and a null content_sha256: show()
 /// checks only when both are present, so the body is taken unchecked and
 /// revert_to stores it on the service.
 #[test]
@@ -259,7 +260,7 @@ fn a_version_with_content_and_no_sha_is_never_reverted_to() {
     put(&id, "/v.md", "one\n");
     let mem = memories_with_ids(&id)[0].1.clone();
     overwrite(&id, &mem, "two\n");
-    let first = remote.versions(&VersionQuery::default()).expect("versions")[0].clone();
+    let first = remote.history(&Query::default()).expect("versions")[0].clone();
     patch(
         &id,
         20,
@@ -270,7 +271,10 @@ fn a_version_with_content_and_no_sha_is_never_reverted_to() {
     let reverted = remote.revert_to(&first.id);
     unpatch(&id);
     assert!(
-        matches!(reverted, Err(StoreError::Integrity { .. })),
+        matches!(
+            reverted,
+            Err(HistoryError::Store(StoreError::Integrity { .. }))
+        ),
         "{reverted:?}"
     );
     assert_eq!(memories(&id), [("/v.md".into(), "two\n".into())]);

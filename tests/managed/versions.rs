@@ -5,8 +5,9 @@
 
 use std::process::Command;
 
-use claude_memory::store::{MemoryStoreExt as _, VersionOp, VersionQuery, WriteMode};
-use claude_memory::{MemoryPath, MemoryStore, MemoryTool, StoreError};
+use claude_memory::history::{ChangeOp, HistoryError, Query, VersionId, Versions as _};
+use claude_memory::store::{MemoryStoreExt as _, WriteMode};
+use claude_memory::{MemoryPath, MemoryStore, MemoryTool};
 use serde_json::json;
 
 #[path = "../managed_support/mod.rs"]
@@ -39,38 +40,37 @@ fn every_change_is_a_version_oldest_first_following_renames() {
     ] {
         assert!(!tool.dispatch(&input).is_error, "{input}");
     }
-    let all = store.versions(&VersionQuery::default()).expect("versions");
+    let all = store.history(&Query::default()).expect("versions");
     let ops: Vec<_> = all.iter().map(|v| v.op).collect();
     assert_eq!(
         ops,
         [
-            VersionOp::Created,
-            VersionOp::Modified,
-            VersionOp::Modified,
-            VersionOp::Created
-        ]
+            ChangeOp::Created,
+            ChangeOp::Modified,
+            ChangeOp::Renamed,
+            ChangeOp::Created
+        ],
+        "a change of path shows as a rename"
     );
-    let id = store
-        .memory_id(&path("/memories/b.md"))
-        .expect("lookup")
-        .expect("a memory");
+    assert_eq!(all[2].from.as_deref(), Some("/memories/a.md"));
     let mine = store
-        .versions(&VersionQuery {
-            memory_id: Some(id),
-            ..VersionQuery::default()
+        .history(&Query {
+            path: Some(path("/memories/b.md")),
+            ..Query::default()
         })
         .expect("versions");
     assert_eq!(mine.len(), 3, "the rename kept the memory's id");
-    assert_eq!(mine[0].path, Some(path("/memories/a.md")));
-    assert_eq!(mine[2].path, Some(path("/memories/b.md")));
+    assert_eq!(mine[0].path.as_deref(), Some("/memories/a.md"));
+    assert_eq!(mine[2].path.as_deref(), Some("/memories/b.md"));
+    assert!(mine.iter().all(|v| v.file == mine[0].file));
     assert!(
         mine[0]
             .actor
             .as_deref()
             .is_some_and(|a| a.starts_with("api_actor:"))
     );
-    let first = store.version(&mine[0].id).expect("version");
-    assert_eq!(first.content.as_deref(), Some("one\n"));
+    let first = store.show(&mine[0].id).expect("version");
+    assert_eq!(first.content.as_deref(), Some(&b"one\n"[..]));
 }
 
 #[test]
@@ -81,10 +81,10 @@ fn revert_puts_back_a_version_or_what_a_delete_removed_as_a_new_version() {
         .expect("create");
     let mem = &memories_with_ids(&id)[0].1;
     overwrite(&id, mem, "v2 by another client\n");
-    let versions = store.versions(&VersionQuery::default()).expect("versions");
+    let versions = store.history(&Query::default()).expect("versions");
     assert_eq!(
-        store.revert_to(&versions[0].id).expect("revert"),
-        Some(path("/memories/n.md"))
+        store.revert_to(&versions[0].id).expect("revert").as_deref(),
+        Some("/memories/n.md")
     );
     assert_eq!(text(&store, "/memories/n.md").as_deref(), Some("v1\n"));
     assert_eq!(
@@ -95,21 +95,18 @@ fn revert_puts_back_a_version_or_what_a_delete_removed_as_a_new_version() {
 
     store.delete(&path("/memories/n.md")).expect("delete");
     let deleted = store
-        .versions(&VersionQuery::default())
+        .history(&Query::default())
         .expect("versions")
         .into_iter()
-        .rfind(|v| v.op == VersionOp::Deleted)
+        .rfind(|v| v.op == ChangeOp::Deleted)
         .expect("the delete's version");
     assert_eq!(
-        store.revert_to(&deleted.id).expect("undelete"),
-        Some(path("/memories/n.md"))
+        store.revert_to(&deleted.id).expect("undelete").as_deref(),
+        Some("/memories/n.md")
     );
     assert_eq!(text(&store, "/memories/n.md").as_deref(), Some("v1\n"));
     assert_eq!(
-        store
-            .versions(&VersionQuery::default())
-            .expect("versions")
-            .len(),
+        store.history(&Query::default()).expect("versions").len(),
         5,
         "create, the other client's edit, revert, delete, undelete: each a version"
     );
@@ -125,26 +122,26 @@ fn a_redacted_version_keeps_its_record_and_cannot_be_reverted_to() {
     store
         .write(&p, b"nothing here\n", WriteMode::Overwrite)
         .expect("edit");
-    let versions = store.versions(&VersionQuery::default()).expect("versions");
+    let versions = store.history(&Query::default()).expect("versions");
     let current = &versions[1];
     assert!(
         matches!(
             store.redact_version(&current.id),
-            Err(StoreError::Invalid { .. })
+            Err(HistoryError::Log(why)) if why.contains("current version")
         ),
         "the service keeps the live memory's current version"
     );
     let gone = store.redact_version(&versions[0].id).expect("redact");
-    assert!(gone.redacted && gone.content.is_none() && gone.path.is_none());
-    let again = store.version(&versions[0].id).expect("the record stays");
-    assert!(again.redacted && again.content.is_none());
+    assert_eq!(gone, [versions[0].id.clone()]);
+    let again = store.show(&versions[0].id).expect("the record stays");
+    assert!(again.redacted && again.content.is_none() && again.path.is_none());
     assert!(matches!(
         store.revert_to(&versions[0].id),
-        Err(StoreError::Invalid { reason, .. }) if reason.contains("redacted")
+        Err(HistoryError::Redacted(_))
     ));
     assert!(matches!(
-        store.version("memver_nope"),
-        Err(StoreError::NotFound { .. })
+        store.show(&VersionId::Service("memver_nope".into())),
+        Err(HistoryError::NoSuchVersion(_))
     ));
 }
 
@@ -219,12 +216,12 @@ fn cli_history_show_diff_revert_redact_on_the_services_versions() {
 
     for (args, says) in [
         (vec!["show", "v3"], "memver_"),
-        (vec!["restore", "--at", "1h"], "does not work on a managed"),
+        (vec!["restore", "--at", "1h"], "a managed memory store"),
         (
             vec!["history", "prune", "--keep", "1"],
-            "does not work on a managed",
+            "a managed memory store",
         ),
-        (vec!["redact", "--text", "x"], "does not work on a managed"),
+        (vec!["redact", "--text", "x"], "a managed memory store"),
     ] {
         let (code, _, err) = cli(&id, &args);
         assert_eq!(code, 2, "{args:?}");
@@ -288,16 +285,58 @@ fn history_copy_moves_versions_one_for_one_both_ways() {
     };
     let said = local_cli(&["history", "copy", "--to", &format!("managed:{back_id}")]);
     assert!(said.contains("copied 5 changes"), "{said}");
-    let ops: Vec<VersionOp> = back
-        .versions(&VersionQuery::default())
+    let ops: Vec<ChangeOp> = back
+        .history(&Query::default())
         .expect("versions")
         .iter()
         .map(|v| v.op)
         .collect();
-    use VersionOp::*;
-    assert_eq!(ops, [Created, Modified, Modified, Created, Deleted]);
+    use ChangeOp::*;
+    assert_eq!(ops, [Created, Modified, Renamed, Created, Deleted]);
     assert_eq!(text(&back, "/memories/d/b.md").as_deref(), Some("two\n"));
     // Never into a store that holds anything.
     let said = local_cli(&["history", "copy", "--to", &format!("managed:{back_id}")]);
     assert!(!said.contains("copied"), "{said}");
+}
+
+/// The one versions API on the service's versions: everything one actor
+/// did is undone (here the key's own: the files it made go, a rename is
+/// followed to the file's path now).
+#[test]
+fn revert_changes_undoes_an_actors_changes_on_the_service() {
+    let Some((store, id)) = fresh() else { return };
+    written_edited_moved(&store, "/memories/b.md");
+    store
+        .write(&path("/memories/c.md"), b"c\n", WriteMode::Create)
+        .expect("create");
+    let actor = store.history(&Query::default()).expect("versions")[0]
+        .actor
+        .clone()
+        .expect("an actor");
+    let by = Query {
+        actor: Some(actor),
+        ..Query::default()
+    };
+    let report = store.revert_changes(&by, "revert").expect("revert");
+    let mut reverted = report.reverted.clone();
+    reverted.sort();
+    assert_eq!(
+        reverted,
+        [
+            ("/memories/b.md".to_owned(), "deleted"),
+            ("/memories/c.md".to_owned(), "deleted"),
+        ]
+    );
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    assert!(managed_support::memories(&id).is_empty());
+    // Paging by the service's ids.
+    let all = store.history(&Query::default()).expect("versions");
+    let before = store
+        .history(&Query {
+            before: Some(all[3].id.clone()),
+            limit: Some(2),
+            ..Query::default()
+        })
+        .expect("page");
+    assert_eq!(before, all[1..3].to_vec());
 }

@@ -30,6 +30,9 @@ impl HistoryLog for FileLog {
                     )
                 })?;
                 v.id = id;
+                if v.file == 0 {
+                    v.file = id;
+                }
                 serde_json::to_writer(
                     &mut lines,
                     &Line::Version(Box::new(Record::from_version(v))),

@@ -98,21 +98,43 @@ fn values<'a>(scope: &'a str, v: &'a Revision) -> [Param<'a>; 13] {
 /// Inserts `versions` with `insert` (the dialect's statement, taking
 /// [`values`] and returning the new id), in the caller's transaction;
 /// their ids, in order.
+/// A file's first version is stored with its own id as its file, where
+/// the insert cannot name that id itself (`fix_file`, the dialect's
+/// statement for it, else `None`).
 fn insert<D: Dialect>(
     db: &mut D,
     insert: &str,
+    fix_file: Option<&str>,
     scope: &str,
     versions: &[Revision],
 ) -> Result<Vec<u64>, D::Error> {
     let mut ids = Vec::with_capacity(versions.len());
     for (i, v) in versions.iter().enumerate() {
-        if i + 1 == versions.len() {
+        let fix = fix_file.filter(|_| v.file == 0);
+        if i + 1 == versions.len() && fix.is_none() {
             db.last_statement();
         }
         let id = db.fetch_opt(insert, &values(scope, v), |r| r.int(0))?;
-        ids.push(u64_of(id.unwrap_or(0)));
+        let id = id.unwrap_or(0);
+        if let Some(fix) = fix {
+            if i + 1 == versions.len() {
+                db.last_statement();
+            }
+            db.run(fix, &[Param::Int(id)])?;
+        }
+        ids.push(u64_of(id));
     }
     Ok(ids)
+}
+
+/// Gives the rows of `scope` a 0.4 log wrote with file 0 (a file's first
+/// version) their own id as their file, so one file's versions are one
+/// index range: a no-op, through the file index, once done.
+fn fix_files<D: Dialect>(db: &mut D, scope: &str) -> Result<(), D::Error> {
+    db.run(
+        "UPDATE claude_memory_history SET file = id WHERE scope = $1 AND file = 0",
+        &[Param::Text(scope)],
+    )
 }
 
 /// A version's columns, the content last so a listing leaves it out and
@@ -178,7 +200,8 @@ fn find<D: Dialect>(
         if files.is_empty() {
             return Ok(Vec::new());
         }
-        // A file's first version is stored with file 0 (see `file_of`).
+        // Every row has its file (a file's first version its own id:
+        // see `insert` and `fix_files`), so one file is one index range.
         let list: Vec<String> = files
             .iter()
             .filter(|f| **f != 0)
@@ -187,10 +210,7 @@ fn find<D: Dialect>(
         if list.is_empty() {
             return Ok(Vec::new());
         }
-        let list = list.join(", ");
-        conditions.push(format!(
-            "(file IN ({list}) OR (file = 0 AND id IN ({list})))"
-        ));
+        conditions.push(format!("file IN ({})", list.join(", ")));
     }
     if let Some(p) = &filter.path {
         let p = text(p, &mut texts);

@@ -58,7 +58,7 @@ const INSERT: &str = "WITH next AS (
          RETURNING last_id)
      INSERT INTO claude_memory_history (scope, id, file, op, path, from_path,
          time_ns, actor, call, sha256, size, content, redacted, note)
-     SELECT $1, next.last_id, $2, $3, $4, NULLIF($5, ''), $6, NULLIF($7, ''),
+     SELECT $1, next.last_id, CASE WHEN $2::BIGINT = 0 THEN next.last_id ELSE $2::BIGINT END, $3, $4, NULLIF($5, ''), $6, NULLIF($7, ''),
          NULLIF($8, ''), $9, $10, $11, $12::BIGINT <> 0, NULLIF($13, '')
      FROM next RETURNING id";
 
@@ -106,6 +106,7 @@ impl PostgresLog {
                  ON CONFLICT (scope) DO NOTHING",
                 &[Param::Text(scope)],
             )?;
+            fix_files(tx, scope)?;
             Ok(())
         })
         .map_err(db_fail)?;
@@ -179,11 +180,14 @@ impl HistoryLog for PostgresLog {
         let ids = self
             .db
             .transaction_with(&self.lock(), Durability::Unsynced, |tx| {
-                Ok(insert(tx, INSERT, &self.scope, versions)?)
+                Ok(insert(tx, INSERT, None, &self.scope, versions)?)
             })
             .map_err(db_fail)?;
         for (v, id) in versions.iter_mut().zip(ids) {
             v.id = id;
+            if v.file == 0 {
+                v.file = id; // as the row has it (see `insert`)
+            }
         }
         Ok(())
     }

@@ -32,6 +32,9 @@ const INSERT: &str = "INSERT INTO claude_memory_history (scope, file, op, path, 
         CAST($12 AS BIGINT) <> 0, NULLIF($13, ''))
     RETURNING id";
 
+/// A file's first version gets its own id as its file.
+const FIX_FILE: &str = "UPDATE claude_memory_history SET file = id WHERE id = $1 AND file = 0";
+
 /// The history of a [`SqliteStore`](crate::SqliteStore), in a table
 /// `claude_memory_history`.
 ///
@@ -80,7 +83,7 @@ impl SqliteLog {
     /// transaction, so it commits (durably) with the edit or not at all.
     pub fn for_store(store: &crate::SqliteStore, scope: &str) -> Result<Self, HistoryError> {
         super::same_scope(store.tenant(), scope)?;
-        store.with_connection(schema)?;
+        store.with_connection(|conn| schema(conn, scope))?;
         store
             .with_connection(|conn| conn.pragma_update(None, "secure_delete", "ON"))
             .map_err(db_error)?;
@@ -144,7 +147,7 @@ impl SqliteLog {
     fn init(conn: Connection, scope: &str) -> Result<Self, HistoryError> {
         conn.busy_timeout(std::time::Duration::from_secs(30))
             .map_err(db_error)?;
-        schema(&conn)?;
+        schema(&conn, scope)?;
         // Deleted rows (dropped, pruned, redacted content) are
         // overwritten with zeros, not left in free pages.
         conn.pragma_update(None, "secure_delete", "ON")
@@ -192,12 +195,15 @@ impl SqliteLog {
 
 /// The table, its indexes and the checkpoints' table (the indexes are
 /// added to a 0.4 table here, once).
-fn schema(conn: &Connection) -> Result<(), HistoryError> {
+fn schema(conn: &Connection, scope: &str) -> Result<(), HistoryError> {
     conn.execute_batch(SCHEMA).map_err(db_error)?;
-    for statement in INDEXES.iter().chain([&CHECKPOINT_TABLE]) {
+    // SQLite's key is the id alone: a scope's versions in id order need
+    // an index of their own (PostgreSQL's key is the two).
+    let by_scope = "CREATE INDEX IF NOT EXISTS claude_memory_history_scope ON claude_memory_history (scope, id)";
+    for statement in INDEXES.iter().chain([&CHECKPOINT_TABLE, &by_scope]) {
         conn.execute_batch(statement).map_err(db_error)?;
     }
-    Ok(())
+    fix_files(&mut Lite(conn), scope).map_err(db_error)
 }
 
 /// Refuses a history database a local process planted: a symbolic link
@@ -247,10 +253,13 @@ impl SqliteLog {
     /// Appends `versions` in one savepoint.
     fn append_now(&self, versions: &mut [Revision]) -> Result<(), HistoryError> {
         let ids = self.atomically(|db| {
-            insert(&mut Lite(db), INSERT, &self.scope, versions).map_err(db_error)
+            insert(&mut Lite(db), INSERT, Some(FIX_FILE), &self.scope, versions).map_err(db_error)
         })?;
         for (v, id) in versions.iter_mut().zip(ids) {
             v.id = id;
+            if v.file == 0 {
+                v.file = id; // as the row has it (see `insert`)
+            }
         }
         Ok(())
     }

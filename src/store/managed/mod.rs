@@ -6,7 +6,8 @@
 //! - `lease`: the lock memory that serializes directory moves and
 //!   size-limited writes, and finishes a move a killed process left.
 //! - `sync`: keeps another store and this one in step, by the SDKs' rules.
-//! - `versions`: the service's own history of each memory.
+//! - `versions`: the service's own history of each memory, as the one
+//!   versions API ([`Versions`](crate::history::Versions)).
 
 mod api;
 mod lease;
@@ -14,12 +15,12 @@ mod ops;
 pub mod sync;
 mod versions;
 
+pub(crate) use versions::{ServiceVersion, TOO_MANY};
+
 use std::fmt;
 use std::time::Duration;
 
 use api::{Api, Fail, Retry};
-
-pub use versions::{ManagedVersion, VersionOp, VersionQuery};
 
 use crate::store::RemoteCause;
 use crate::store::runtime::Io;
