@@ -13,10 +13,9 @@ use super::{ChangeOp, Revision};
 /// this many ids: an open then replays at most about twice as many.
 pub(super) const CHECKPOINT_EVERY: u64 = 1_000;
 
-/// The largest checkpoint read back: one of a store at any sane size (a
-/// million live files is about 150 MB less than this). A larger one was
-/// not written by this crate, and is ignored.
-pub(super) const MAX_CHECKPOINT: usize = 256 << 20;
+/// The largest checkpoint read back: a store of 500,000 live files (about
+/// 130 bytes each). A larger one is ignored: the open reads the history.
+pub(super) const MAX_CHECKPOINT: usize = 64 << 20;
 
 const FORMAT: &str = "claude-memory-history-index";
 

@@ -229,10 +229,19 @@ impl Dir {
         max: usize,
     ) -> Result<Option<Vec<u8>>, HistoryError> {
         use std::io::Read as _;
-        let file = match self.open_checked(name, "checkpoint", true)? {
-            Opened::File(file) => file,
-            Opened::Unlinked | Opened::Missing => return Ok(None),
+        // A file that is not one this crate writes (a link, a FIFO, a
+        // second hard link, a sparse giant) is no checkpoint: the open
+        // reads the history instead, and the next checkpoint replaces it.
+        let file = match self.open_checked(name, "checkpoint", true) {
+            Ok(Opened::File(file)) => file,
+            Ok(Opened::Unlinked | Opened::Missing) | Err(HistoryError::Log(_)) => {
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
         };
+        if file.metadata().map_err(log_error)?.len() > max as u64 {
+            return Ok(None);
+        }
         let mut data = Vec::new();
         file.take(max as u64 + 1)
             .read_to_end(&mut data)

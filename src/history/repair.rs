@@ -48,7 +48,7 @@ impl<S: MemoryStore> HistoryStore<S> {
         // The first open of this history (a log may hold others' too).
         let empty = Filter::default();
         let baseline = self.log.find(&empty, Order::Newest, 1)?.is_empty();
-        let (loaded, mut dropped, replayed) = self.load_index(last, true)?;
+        let (loaded, mut dropped, mut replayed) = self.load_index(last, true)?;
         *index = loaded;
         let mut report = RepairReport {
             baseline,
@@ -62,6 +62,17 @@ impl<S: MemoryStore> HistoryStore<S> {
             live.insert(p, sha256_hex(&d));
         })?;
         let skipped: BTreeSet<String> = report.skipped.iter().map(|(p, _)| p.clone()).collect();
+        // A live file the index does not agree with is a change made
+        // without a version, unless the index is wrong: a checkpoint that
+        // disagrees with the log on it (planted, or of another history) is
+        // dropped, and the index read from the history's start instead.
+        if self.checkpoint_lies(index, &live, &skipped)? {
+            let (whole, more, read) = self.load_index_from(last, true, false)?;
+            *index = whole;
+            report.dropped.extend(more);
+            report.dropped.sort_unstable();
+            replayed += read;
+        }
         // Changes without a version: record the store as it is.
         let note = if report.baseline {
             "baseline: present when history was turned on"
@@ -127,6 +138,35 @@ impl<S: MemoryStore> HistoryStore<S> {
             let _ = self.log.save_checkpoint(&index.to_checkpoint());
         }
         Ok(report)
+    }
+
+    /// Whether `index` says of a path where it and the live store differ
+    /// something the log does not (the latest version touching the path
+    /// left another state): then the index came from a checkpoint that
+    /// lies. Asks the log only about the paths that differ.
+    fn checkpoint_lies(
+        &self,
+        index: &Index,
+        live: &HashMap<String, String>,
+        skipped: &BTreeSet<String>,
+    ) -> Result<bool, HistoryError> {
+        let paths: BTreeSet<&String> = index.files.keys().chain(live.keys()).collect();
+        for path in paths {
+            let says = index.files.get(path).map(|e| e.1.as_str());
+            if skipped.contains(path) || says == live.get(path).map(String::as_str) {
+                continue;
+            }
+            let filter = Filter {
+                path: Some(path.clone()),
+                ..Filter::default()
+            };
+            let latest = self.log.find(&filter, Order::Newest, 1)?;
+            let logged = latest.first().and_then(|v| left_at(v, path));
+            if logged != says {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Appends repair's `missing` versions (if any) and applies them.

@@ -203,10 +203,24 @@ impl<S: MemoryStore> HistoryStore<S> {
         last: u64,
         repair: bool,
     ) -> Result<(Index, Vec<u64>, usize), HistoryError> {
-        let saved = self
-            .log
-            .checkpoint()?
-            .and_then(|data| Index::from_checkpoint(&data, last));
+        self.load_index_from(last, repair, true)
+    }
+
+    /// [`load_index`](Self::load_index), from the checkpoint only if
+    /// `checkpoint` (else from the history's start).
+    pub(super) fn load_index_from(
+        &self,
+        last: u64,
+        repair: bool,
+        checkpoint: bool,
+    ) -> Result<(Index, Vec<u64>, usize), HistoryError> {
+        let saved = match checkpoint {
+            true => self
+                .log
+                .checkpoint()?
+                .and_then(|data| Index::from_checkpoint(&data, last)),
+            false => None,
+        };
         let mut index = saved.unwrap_or_default();
         let (dropped, read) = self.advance(&mut index, repair, repair)?;
         index.seen = index.seen.max(last);
