@@ -56,8 +56,14 @@ fn error(e: StoreError, id: &str) -> HistoryError {
 }
 
 /// The versions `query` selects, oldest first (without content): the
-/// service filters by memory and time, the rest is checked here.
-fn select(store: &ManagedStore, query: &Query) -> Result<Vec<Version>, HistoryError> {
+/// service filters by memory and time, the rest is checked here. With
+/// `newest`, only that many of the newest are read (a page of a query
+/// the service answers whole: a memory, a time range).
+fn select(
+    store: &ManagedStore,
+    query: &Query,
+    newest: Option<usize>,
+) -> Result<Vec<Version>, HistoryError> {
     let mut memory = query.file.clone();
     // A live file's versions are its memory's, across renames; a deleted
     // one's are found by the path they had.
@@ -69,8 +75,16 @@ fn select(store: &ManagedStore, query: &Query) -> Result<Vec<Version>, HistoryEr
             _ => {}
         }
     }
+    // A page needs no more than its own count only when the service
+    // filters everything the query asks.
+    let whole = query.before.is_none()
+        && query.prefix.is_none()
+        && query.actor.is_none()
+        && query.call.is_none()
+        && (query.path.is_none() || memory.is_some());
+    let newest = newest.filter(|_| whole);
     let listed = store
-        .service_versions(memory.as_deref(), query.since, query.until)
+        .service_versions(memory.as_deref(), query.since, query.until, newest)
         .map_err(|e| error(e, ""))?;
     let mut last: HashMap<String, String> = HashMap::new();
     let mut out = Vec::with_capacity(listed.len());
@@ -110,13 +124,13 @@ fn select(store: &ManagedStore, query: &Query) -> Result<Vec<Version>, HistoryEr
 
 impl Versions for ManagedStore {
     fn history(&self, query: &Query) -> Result<Vec<Version>, HistoryError> {
-        let mut all = select(self, query)?;
+        let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
+        let mut all = select(self, query, Some(limit))?;
         if let Some(before) = &query.before {
             let before = VersionId::Service(before.service()?.to_owned());
             let at = all.iter().position(|v| v.id == before).unwrap_or(0);
             all.truncate(at);
         }
-        let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
         let skip = all.len().saturating_sub(limit);
         Ok(all.split_off(skip))
     }
@@ -126,7 +140,7 @@ impl Versions for ManagedStore {
         query: &Query,
         f: &mut dyn FnMut(Version) -> Result<(), HistoryError>,
     ) -> Result<(), HistoryError> {
-        for v in select(self, query)? {
+        for v in select(self, query, None)? {
             f(v)?;
         }
         Ok(())
@@ -156,6 +170,7 @@ impl Versions for ManagedStore {
                     file: Some(v.file.clone()),
                     ..Query::default()
                 },
+                None,
             )?;
             let at = lineage.iter().position(|x| x.id == v.id).unwrap_or(0);
             let before = lineage[..at]

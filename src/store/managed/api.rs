@@ -172,12 +172,22 @@ impl Api {
     }
 
     /// The store's versions, newest first, all pages (at most
-    /// [`MAX_VERSION_PAGES`]), with the API's own filters in `filters`
-    /// (`memory_id`, `created_at[gte]`, `created_at[lte]`).
-    pub(super) fn versions(&self, filters: &[(&str, String)]) -> Result<Vec<Version>, Fail> {
+    /// [`MAX_VERSION_PAGES`]) or those the `newest` count needs, with the
+    /// API's own filters in `filters` (`memory_id`, `created_at[gte]`,
+    /// `created_at[lte]`).
+    pub(super) fn versions(
+        &self,
+        filters: &[(&str, String)],
+        newest: Option<usize>,
+    ) -> Result<Vec<Version>, Fail> {
         let mut all = Vec::new();
         let mut page: Option<String> = None;
         for _ in 0..MAX_VERSION_PAGES {
+            // The newest `n` are on the first pages: no more is read.
+            if newest.is_some_and(|n| all.len() >= n) {
+                all.truncate(newest.unwrap_or(0));
+                return Ok(all);
+            }
             let mut query = filters.to_vec();
             query.push(("limit", PAGE.to_owned()));
             if let Some(p) = page.take() {

@@ -76,13 +76,14 @@ pub(crate) const TOO_MANY: &str = "more than 20,000 versions: narrow the query (
 
 impl ManagedStore {
     /// The service's versions, oldest first (without content), of one
-    /// memory or all, made in a time range. At most 20,000
-    /// ([`TOO_MANY`]).
+    /// memory or all, made in a time range: every one (at most 20,000,
+    /// [`TOO_MANY`]), or the `newest` count (a request per 100).
     pub(crate) fn service_versions(
         &self,
         memory_id: Option<&str>,
         since: Option<SystemTime>,
         until: Option<SystemTime>,
+        newest: Option<usize>,
     ) -> Result<Vec<ServiceVersion>, StoreError> {
         let mut filters = Vec::new();
         if let Some(id) = memory_id {
@@ -95,7 +96,7 @@ impl ManagedStore {
             filters.push(("created_at[lte]", rfc3339(t)));
         }
         let root = MemoryPath::root();
-        let mut listed = self.api.versions(&filters).map_err(|e| match e {
+        let mut listed = self.api.versions(&filters, newest).map_err(|e| match e {
             Fail::Refused => StoreError::Invalid {
                 path: root.clone(),
                 reason: TOO_MANY,
