@@ -143,6 +143,7 @@ fn build(backend: &str, dir: &Path, n: usize) -> f64 {
                     content: Some(t.into_bytes()),
                     redacted: false,
                     note: None,
+                    prev: None,
                 }
             })
             .collect();

@@ -57,6 +57,7 @@ fn versions(rng: &mut Rng, n: usize, start: SystemTime) -> Vec<Revision> {
                 content: (rng.below(5) > 0).then(|| text.into_bytes()),
                 redacted: false,
                 note: None,
+                prev: None,
             }
         })
         .collect()

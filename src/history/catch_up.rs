@@ -155,7 +155,7 @@ impl<S: MemoryStore> HistoryStore<S> {
                 let says = |p: &str| left_at(v, p);
                 let before = |p: &str| match by_path.get(p).map(Vec::as_slice) {
                     Some([.., j, _]) => left_at(&newer[*j], p),
-                    _ => index.files.get(p).map(|k| k.1.as_str()),
+                    _ => index.files.get(p).map(|k| k.sha256.as_str()),
                 };
                 let done = paths.iter().zip(&now).all(|(p, n)| says(p) == n.as_deref());
                 let never = paths

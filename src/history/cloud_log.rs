@@ -56,6 +56,8 @@ struct Record {
     content: Option<Vec<u8>>,
     redacted: bool,
     note: Option<String>,
+    #[serde(default)]
+    prev: Option<u64>,
 }
 
 impl Record {
@@ -78,6 +80,7 @@ impl Record {
             content: v.content.clone(),
             redacted: v.redacted,
             note: v.note.clone(),
+            prev: v.prev,
         }
     }
 
@@ -96,6 +99,7 @@ impl Record {
             content: self.content,
             redacted: self.redacted,
             note: self.note,
+            prev: self.prev,
         }
     }
 }

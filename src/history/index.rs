@@ -19,12 +19,24 @@ pub(super) const MAX_CHECKPOINT: usize = 64 << 20;
 
 const FORMAT: &str = "claude-memory-history-index";
 
-/// Path → (file id, sha256) as the history last recorded it, the highest
-/// id this handle has seen, and the id its index was last saved at.
+/// Path → the live file there as the history last recorded it, and the
+/// highest id this handle has seen.
 #[derive(Debug, Default)]
 pub(super) struct Index {
-    pub(super) files: HashMap<String, (u64, String)>,
+    pub(super) files: HashMap<String, Entry>,
     pub(super) seen: u64,
+}
+
+/// A live file in the index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Entry {
+    /// Its file id.
+    pub(super) file: u64,
+    /// Its content's sha256.
+    pub(super) sha256: String,
+    /// The id of its latest version: the next version's `prev`, and the
+    /// one version to read to check the entry against the log.
+    pub(super) latest: u64,
 }
 
 /// The checkpoint as stored.
@@ -34,8 +46,8 @@ struct Checkpoint {
     format: String,
     /// The index is the history's as of this id.
     at: u64,
-    /// `[path, file id, sha256]`, one per live file.
-    files: Vec<(String, u64, String)>,
+    /// `[path, file id, sha256, latest version id]`, one per live file.
+    files: Vec<(String, u64, String, u64)>,
 }
 
 impl Index {
@@ -43,8 +55,7 @@ impl Index {
     pub(super) fn apply(&mut self, v: &Revision) {
         match v.op {
             ChangeOp::Created | ChangeOp::Modified => {
-                self.files
-                    .insert(v.path.clone(), (v.file, v.sha256.clone()));
+                self.files.insert(v.path.clone(), Entry::of(v));
             }
             ChangeOp::Deleted => {
                 self.files.remove(&v.path);
@@ -53,8 +64,7 @@ impl Index {
                 if let Some(from) = &v.from {
                     self.files.remove(from);
                 }
-                self.files
-                    .insert(v.path.clone(), (v.file, v.sha256.clone()));
+                self.files.insert(v.path.clone(), Entry::of(v));
             }
         }
         self.seen = self.seen.max(v.id);
@@ -62,10 +72,10 @@ impl Index {
 
     /// The checkpoint of this index (as of [`seen`](Self::seen)).
     pub(super) fn to_checkpoint(&self) -> Vec<u8> {
-        let mut files: Vec<(String, u64, String)> = self
+        let mut files: Vec<(String, u64, String, u64)> = self
             .files
             .iter()
-            .map(|(p, (f, s))| (p.clone(), *f, s.clone()))
+            .map(|(p, e)| (p.clone(), e.file, e.sha256.clone(), e.latest))
             .collect();
         files.sort();
         serde_json::to_vec(&Checkpoint {
@@ -89,14 +99,22 @@ impl Index {
             return None;
         }
         let mut files = HashMap::with_capacity(cp.files.len());
-        for (path, file, sha) in cp.files {
+        for (path, file, sha256, latest) in cp.files {
             let plausible = file > 0
-                && file <= cp.at
-                && sha.len() == 64
-                && sha.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+                && file <= latest
+                && latest <= cp.at
+                && sha256.len() == 64
+                && sha256
+                    .bytes()
+                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
                 && crate::path::MemoryPath::from_stored(&path)
                     .is_some_and(|p| !p.is_root() && p.normalized() == path);
-            if !plausible || files.insert(path, (file, sha)).is_some() {
+            let entry = Entry {
+                file,
+                sha256,
+                latest,
+            };
+            if !plausible || files.insert(path, entry).is_some() {
                 return None;
             }
         }
@@ -112,5 +130,16 @@ pub(super) fn passes_checkpoint(versions: &[Revision]) -> bool {
             first.id.saturating_sub(1) / CHECKPOINT_EVERY != last.id / CHECKPOINT_EVERY
         }
         _ => false,
+    }
+}
+
+impl Entry {
+    /// The entry version `v` (file id filled in) leaves at its path.
+    fn of(v: &Revision) -> Entry {
+        Entry {
+            file: v.file,
+            sha256: v.sha256.clone(),
+            latest: v.id,
+        }
     }
 }

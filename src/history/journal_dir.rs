@@ -214,7 +214,17 @@ impl Dir {
             return Err(e);
         }
         drop(file);
-        rustix::fs::renameat(&self.fd, &tmp, &self.fd, name)?;
+        if let Err(e) = rustix::fs::renameat(&self.fd, &tmp, &self.fd, name) {
+            // An empty directory planted at the name goes (a rename cannot
+            // replace it); anything else stays, and the error is said.
+            let planted = e == rustix::io::Errno::ISDIR
+                && rustix::fs::unlinkat(&self.fd, name, rustix::fs::AtFlags::REMOVEDIR).is_ok();
+            if !planted {
+                let _ = rustix::fs::unlinkat(&self.fd, &tmp, rustix::fs::AtFlags::empty());
+                return Err(e.into());
+            }
+            rustix::fs::renameat(&self.fd, &tmp, &self.fd, name)?;
+        }
         rustix::fs::fsync(&self.fd)?;
         Ok(())
     }

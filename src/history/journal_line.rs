@@ -129,6 +129,62 @@ fn first_version_at(file: &File, start: u64, end: u64) -> Result<Option<(u64, u6
     Ok(None)
 }
 
+/// The time (ns since the epoch) in a version line's first bytes: the
+/// `"time_ns":` key cannot occur inside a JSON string, where a quote is
+/// escaped.
+pub(super) fn time_of(head: &[u8]) -> Option<u64> {
+    const KEY: &[u8] = b"\"time_ns\":";
+    let at = head.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    let rest = &head[at..];
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == rest.len() {
+        return None; // cut off: the number may go on
+    }
+    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+}
+
+/// An offset to read forward from to find the first version made at or
+/// after `since` (ns): no version line before it is. Times grow along a
+/// journal of this format, so it halves the range, reading a line's
+/// first bytes per step; a line whose time is not in them ends the
+/// search, and the rest is read line by line.
+pub(super) fn time_bound(file: &File, len: u64, since: u64) -> Result<u64, HistoryError> {
+    const SCAN: u64 = 16 * 1024;
+    let (mut lo, mut hi) = (0u64, len);
+    while hi - lo > SCAN {
+        let mid = lo + (hi - lo) / 2;
+        let start = next_line_start(file, mid, hi)?;
+        let Some((at, head)) = first_version_head(file, start, hi)? else {
+            hi = start;
+            continue;
+        };
+        match time_of(&head) {
+            Some(t) if t < since => lo = next_line_start(file, at + 1, hi)?,
+            Some(_) => hi = at,
+            None => break,
+        }
+    }
+    Ok(lo)
+}
+
+/// The first version line at or after line start `start`, before `end`:
+/// its offset and its first 16 KiB.
+fn first_version_head(
+    file: &File,
+    start: u64,
+    end: u64,
+) -> Result<Option<(u64, Vec<u8>)>, HistoryError> {
+    let Some((at, _)) = first_version_at(file, start, end)? else {
+        return Ok(None);
+    };
+    let mut head = vec![0u8; 16 * 1024];
+    let mut reader = file;
+    reader.seek(SeekFrom::Start(at)).map_err(log_error)?;
+    let n = reader.read(&mut head).map_err(log_error)?;
+    head.truncate(n);
+    Ok(Some((at, head)))
+}
+
 /// The id a version line starts with (`{"id":N,`).
 pub(super) fn leading_version_id(line: &[u8]) -> Option<u64> {
     let rest = line.strip_prefix(b"{\"id\":")?;
@@ -334,6 +390,8 @@ pub(super) struct Record {
     redacted: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     note: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    prev: Option<u64>,
 }
 
 /// A version line without its content (serde skips the `text` or
@@ -357,6 +415,8 @@ pub(super) struct Head {
     redacted: bool,
     #[serde(default)]
     note: Option<String>,
+    #[serde(default)]
+    prev: Option<u64>,
 }
 
 impl Head {
@@ -375,6 +435,7 @@ impl Head {
             content: None,
             redacted: self.redacted,
             note: self.note,
+            prev: self.prev,
         }
     }
 }
@@ -406,6 +467,7 @@ impl Record {
             base64,
             redacted: v.redacted,
             note: v.note.clone(),
+            prev: v.prev,
         }
     }
 
@@ -429,6 +491,7 @@ impl Record {
             content,
             redacted: self.redacted,
             note: self.note,
+            prev: self.prev,
         }
     }
 }

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use super::index::Index;
 use super::log::{Filter, Order, file_of};
 use super::repair::touched;
-use super::store::{PAGE, UNREADABLE};
+use super::store::{PAGE, not_recorded};
 use super::version::DEFAULT_LIMIT;
 use super::versions::VersionId;
 use super::{
@@ -75,8 +75,8 @@ impl<S: MemoryStore> HistoryStore<S> {
 
     /// The file at stored path `p` now, or the last one that was there.
     pub(super) fn file_at(&self, p: &str) -> Result<Option<u64>, HistoryError> {
-        if let Some((file, _)) = self.lock().files.get(p) {
-            return Ok(Some(*file));
+        if let Some(e) = self.lock().files.get(p) {
+            return Ok(Some(e.file));
         }
         let filter = Filter {
             path: Some(p.to_owned()),
@@ -99,26 +99,39 @@ impl<S: MemoryStore> HistoryStore<S> {
             .ok_or(HistoryError::NoSuchVersion(VersionId::Local(id)))?;
         v.file = file_of(&v);
         let mut at = v.clone_record();
-        while v.content.is_none() && !v.redacted && at.note.as_deref() != Some(UNREADABLE) {
-            let filter = Filter {
-                files: Some(vec![v.file]),
-                before: Some(at.id),
-                ..Filter::default()
-            };
-            let Some(prev) = self.log.find(&filter, Order::Newest, 1)?.pop() else {
+        while v.content.is_none() && !v.redacted && !not_recorded(at.note.as_deref()) {
+            let Some(raw) = self.previous(&at)? else {
                 break;
             };
-            if prev.sha256 != v.sha256 {
+            if raw.sha256 != v.sha256 {
                 break;
             }
-            let Some(raw) = self.log.get(prev.id)? else {
-                break;
-            };
             v.redacted = raw.redacted;
             v.content = raw.content.clone();
             at = raw;
         }
         Ok(v)
+    }
+
+    /// The version of `v`'s file before `v`, with its content: by its
+    /// `prev` id where the log kept one, else by a search.
+    fn previous(&self, v: &Revision) -> Result<Option<Revision>, HistoryError> {
+        let file = file_of(v);
+        if let Some(prev) = v.prev.filter(|p| *p < v.id)
+            && let Some(found) = self.log.get(prev)?
+            && file_of(&found) == file
+        {
+            return Ok(Some(found));
+        }
+        let filter = Filter {
+            files: Some(vec![file]),
+            before: Some(v.id),
+            ..Filter::default()
+        };
+        match self.log.find(&filter, Order::Newest, 1)?.pop() {
+            Some(found) => self.log.get(found.id),
+            None => Ok(None),
+        }
     }
 
     /// The file's content after a version (empty after a delete).
@@ -170,7 +183,7 @@ impl<S: MemoryStore> HistoryStore<S> {
         index
             .files
             .iter()
-            .find(|(_, f)| f.0 == v.file)
+            .find(|(_, f)| f.file == v.file)
             .map_or_else(|| v.path.clone(), |(p, _)| p.clone())
     }
 
@@ -472,7 +485,7 @@ impl<S: MemoryStore> HistoryStore<S> {
     pub fn prune_plan(&self, retention: &Retention) -> Result<Vec<u64>, HistoryError> {
         let (live, seen) = {
             let index = self.lock();
-            let live: BTreeSet<u64> = index.files.values().map(|(f, _)| *f).collect();
+            let live: BTreeSet<u64> = index.files.values().map(|e| e.file).collect();
             (live, index.seen)
         };
         // As the prune would: with a checkpoint saved first.
@@ -530,7 +543,7 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// on to it first, so no kept version loses its content.
     pub fn prune(&self, retention: &Retention) -> Result<Vec<u64>, HistoryError> {
         self.operator(|index| {
-            let live: BTreeSet<u64> = index.files.values().map(|(f, _)| *f).collect();
+            let live: BTreeSet<u64> = index.files.values().map(|e| e.file).collect();
             // A checkpoint of the index as it is covers every version; if
             // it cannot be saved (a full disk), the one there covers less.
             let covered = match self.log.save_checkpoint(&index.to_checkpoint()) {
@@ -564,7 +577,7 @@ impl<S: MemoryStore> HistoryStore<S> {
                 let Some(raw) = self.log.get(id)? else {
                     continue;
                 };
-                if raw.content.is_none() && raw.note.as_deref() != Some(UNREADABLE) {
+                if raw.content.is_none() && !not_recorded(raw.note.as_deref()) {
                     let v = self.version(id)?;
                     if let Some(c) = v.content {
                         self.log.replace_content(id, c, v.redacted)?;

@@ -5,8 +5,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::index::Index;
-use super::log::{Filter, Order};
+use super::index::{Entry, Index};
+use super::log::{Filter, Order, file_of};
 use super::{ChangeOp, HistoryError, HistoryStore, RepairReport, Revision, sha256_hex};
 use crate::path::MemoryPath;
 use crate::store::{Context, MemoryStore};
@@ -84,10 +84,9 @@ impl<S: MemoryStore> HistoryStore<S> {
         let paths: BTreeSet<String> = index.files.keys().chain(live.keys()).cloned().collect();
         for path in paths {
             let expected = index.files.get(&path).cloned();
-            if skipped.contains(&path) || expected.as_ref().map(|e| &e.1) == live.get(&path) {
+            if skipped.contains(&path) || expected.as_ref().map(|e| &e.sha256) == live.get(&path) {
                 continue;
             }
-            let file = expected.as_ref().map_or(0, |e| e.0);
             let mut v = if live.contains_key(&path) {
                 let op = if expected.is_some() {
                     ChangeOp::Modified
@@ -98,9 +97,14 @@ impl<S: MemoryStore> HistoryStore<S> {
                     continue;
                 };
                 match self.inner.read(&p, self.limit) {
-                    Ok(f) => {
-                        self.revision(Context::default(), op, path.clone(), None, file, &f.data)
-                    }
+                    Ok(f) => self.revision(
+                        Context::default(),
+                        op,
+                        path.clone(),
+                        None,
+                        expected.as_ref(),
+                        &f.data,
+                    ),
                     Err(_) => continue, // changed or gone since: next open
                 }
             } else {
@@ -110,14 +114,14 @@ impl<S: MemoryStore> HistoryStore<S> {
                     ChangeOp::Deleted,
                     path.clone(),
                     None,
-                    file,
+                    expected.as_ref(),
                     &[],
                 );
                 if let Some(e) = &expected {
-                    v.sha256.clone_from(&e.1);
+                    v.sha256.clone_from(&e.sha256);
+                    v.size = self.size_of(e)?;
                 }
                 v.content = None;
-                v.size = self.size_of(file)?;
                 v
             };
             v.call = None;
@@ -141,28 +145,27 @@ impl<S: MemoryStore> HistoryStore<S> {
     }
 
     /// Whether `index` says of a path where it and the live store differ
-    /// something the log does not (the latest version touching the path
-    /// left another state): then the index came from a checkpoint that
-    /// lies. Asks the log only about the paths that differ.
+    /// something the log does not: the entry's latest version is not a
+    /// version of that file leaving that content there. Then the index
+    /// came from a checkpoint that lies (planted, or of another history).
+    /// One version read by id per such path. A live file the index
+    /// leaves out is taken as made outside the history (a checkpoint
+    /// that lies by leaving files out can only be planted by someone who
+    /// can write the journal too).
     fn checkpoint_lies(
         &self,
         index: &Index,
         live: &HashMap<String, String>,
         skipped: &BTreeSet<String>,
     ) -> Result<bool, HistoryError> {
-        let paths: BTreeSet<&String> = index.files.keys().chain(live.keys()).collect();
-        for path in paths {
-            let says = index.files.get(path).map(|e| e.1.as_str());
-            if skipped.contains(path) || says == live.get(path).map(String::as_str) {
+        for (path, entry) in &index.files {
+            if skipped.contains(path) || live.get(path) == Some(&entry.sha256) {
                 continue;
             }
-            let filter = Filter {
-                path: Some(path.clone()),
-                ..Filter::default()
-            };
-            let latest = self.log.find(&filter, Order::Newest, 1)?;
-            let logged = latest.first().and_then(|v| left_at(v, path));
-            if logged != says {
+            let agrees = self.log.get(entry.latest)?.is_some_and(|v| {
+                file_of(&v) == entry.file && left_at(&v, path) == Some(entry.sha256.as_str())
+            });
+            if !agrees {
                 return Ok(true);
             }
         }
@@ -190,19 +193,9 @@ impl<S: MemoryStore> HistoryStore<S> {
         Ok(())
     }
 
-    /// The size of file `file`'s latest version (0 if it has none).
-    fn size_of(&self, file: u64) -> Result<u64, HistoryError> {
-        if file == 0 {
-            return Ok(0);
-        }
-        let filter = Filter {
-            files: Some(vec![file]),
-            ..Filter::default()
-        };
-        Ok(self
-            .log
-            .find(&filter, Order::Newest, 1)?
-            .first()
-            .map_or(0, |v| v.size))
+    /// The size of the live file `e`'s latest version (0 if the log has
+    /// it no more).
+    fn size_of(&self, e: &Entry) -> Result<u64, HistoryError> {
+        Ok(self.log.get(e.latest)?.map_or(0, |v| v.size))
     }
 }

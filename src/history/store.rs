@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
-use super::index::{Index, passes_checkpoint};
+use super::index::{Entry, Index, passes_checkpoint};
 use super::{ChangeOp, HistoryError, HistoryLog, RepairReport, Revision, sha256_hex};
 use crate::path::MemoryPath;
 use crate::store::walk::{Flow, Order, Step, walk};
@@ -233,12 +233,13 @@ impl<S: MemoryStore> HistoryStore<S> {
         op: ChangeOp,
         path: String,
         from: Option<String>,
-        file: u64,
+        was: Option<&Entry>,
         data: &[u8],
     ) -> Revision {
         Revision {
             id: 0,
-            file,
+            file: was.map_or(0, |e| e.file),
+            prev: was.map(|e| e.latest),
             op,
             path,
             from,
@@ -268,17 +269,16 @@ impl<S: MemoryStore> HistoryStore<S> {
     ) -> StoreResult<Revision> {
         let key = p.normalized();
         let known = index.files.get(&key);
-        let file = known.map_or(0, |k| k.0);
         let (op, path, from) = match to {
             Some(to) => (ChangeOp::Renamed, to, Some(key)),
             None => (ChangeOp::Deleted, key, None),
         };
         match self.inner.read(p, self.limit) {
             Ok(content) => {
-                let mut v = self.revision(context, op, path, from, file, &[]);
+                let mut v = self.revision(context, op, path, from, known, &[]);
                 let sha = sha256_hex(&content.data);
                 v.size = content.data.len() as u64;
-                if known.is_some_and(|k| k.1 == sha) {
+                if known.is_some_and(|k| k.sha256 == sha) {
                     v.content = None; // the file's previous version holds it
                 } else {
                     v.content = Some(content.data);
@@ -288,7 +288,7 @@ impl<S: MemoryStore> HistoryStore<S> {
             }
             Err(e @ StoreError::NotFound { .. }) => Err(e),
             Err(_) => {
-                let mut v = self.revision(context, op, path, from, file, &[]);
+                let mut v = self.revision(context, op, path, from, known, &[]);
                 v.content = None;
                 v.note = Some(UNREADABLE.to_owned());
                 Ok(v)
@@ -354,7 +354,7 @@ impl<S: MemoryStore> HistoryStore<S> {
                     if index
                         .files
                         .get(&key)
-                        .is_some_and(|k| k.1 == sha256_hex(data))
+                        .is_some_and(|k| k.sha256 == sha256_hex(data))
                         && self
                             .inner
                             .read(path, self.limit)
@@ -363,9 +363,11 @@ impl<S: MemoryStore> HistoryStore<S> {
                     Vec::new()
                 }
                 Some(op) => {
-                    let file = index.files.get(&key).map_or(0, |k| k.0);
-                    let file = if op == ChangeOp::Created { 0 } else { file };
-                    vec![self.revision(options.context, op, key, None, file, data)]
+                    let was = match op {
+                        ChangeOp::Created => None,
+                        _ => index.files.get(&key),
+                    };
+                    vec![self.revision(options.context, op, key, None, was, data)]
                 }
             };
             self.change(index, path, versions, &mut apply)
@@ -387,7 +389,7 @@ impl<S: MemoryStore> HistoryStore<S> {
     ) -> StoreResult<Updated> {
         self.serialized(path, |index| {
             let key = path.normalized();
-            let file = index.files.get(&key).map_or(0, |k| k.0);
+            let was = index.files.get(&key).cloned();
             let mut appended: Option<Revision> = None;
             let mut failure: Option<HistoryError> = None;
             let result = apply(&mut |data: &[u8]| {
@@ -398,8 +400,14 @@ impl<S: MemoryStore> HistoryStore<S> {
                 if new == data {
                     return Ok(new); // no version for a change that changes nothing
                 }
-                let mut v =
-                    [self.revision(context, ChangeOp::Modified, key.clone(), None, file, &new)];
+                let mut v = [self.revision(
+                    context,
+                    ChangeOp::Modified,
+                    key.clone(),
+                    None,
+                    was.as_ref(),
+                    &new,
+                )];
                 match self.log.append(&mut v) {
                     Ok(()) => {
                         let [v] = v;
@@ -543,6 +551,16 @@ pub(super) const PAGE: usize = 1_000;
 /// The note of a version whose file could not be read within the limit.
 pub(super) const UNREADABLE: &str =
     "content not recorded: the store would not let it be read within the file limit";
+
+/// The note of a version whose content would make a journal line over
+/// the longest one the journal reads back.
+pub(super) const TOO_LONG: &str = "content not recorded: over the journal's 64 MiB line limit";
+
+/// Whether a version's note says its content was never recorded (so it
+/// is not a version whose content lies in the one before it).
+pub(super) fn not_recorded(note: Option<&str>) -> bool {
+    note.is_some_and(|n| n == UNREADABLE || n == TOO_LONG)
+}
 
 /// The default read limit of repair and of deleted or renamed files' versions: 1 MiB,
 /// the handler's default [`max_file_size`](crate::Config::max_file_size).

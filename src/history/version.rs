@@ -68,6 +68,11 @@ pub struct Revision {
     pub redacted: bool,
     /// Why the history made it: `revert to v7`, `restore to …`, `repair: …`.
     pub note: Option<String>,
+    /// The id of this file's version before this one, where the history
+    /// knew it when it recorded this one (`None` for a file's first
+    /// version): a log without an index on files walks one file's
+    /// versions by id instead of reading every version between them.
+    pub prev: Option<u64>,
 }
 
 impl Revision {
@@ -87,6 +92,7 @@ impl Revision {
             content: None,
             redacted: self.redacted,
             note: self.note.clone(),
+            prev: self.prev,
         }
     }
 

@@ -317,20 +317,33 @@ pub trait Versions {
     /// session, a consolidation run), file by file, as changes of their
     /// own noted `note`: each file is put back as it was before the first
     /// of them (removed if they created it, moved back if they renamed
-    /// it, brought back if they deleted it). A file changed since by a
-    /// change `by` does not select is left as it is, and said.
+    /// it, brought back if they deleted it). A file changed since, or in
+    /// between, by a change `by` does not select is left as it is, and
+    /// said. `by` must name an actor or a call
+    /// ([`HistoryError::Unsupported`] otherwise: an empty query would
+    /// select every change ever made).
     fn revert_changes(&self, by: &Query, note: &str) -> Result<RevertReport, HistoryError> {
         // Per file, the first and the last of the changes to undo.
-        let mut files: BTreeMap<String, (Version, Version)> = BTreeMap::new();
+        if by.actor.is_none() && by.call.is_none() {
+            return Err(HistoryError::Unsupported(
+                "a revert of changes needs an actor or a call to select them",
+            ));
+        }
+        // Per file, the first and the last of the changes to undo, and
+        // how many there are.
+        let mut files: BTreeMap<String, (Version, Version, usize)> = BTreeMap::new();
         self.each(by, &mut |v| {
             files
                 .entry(v.file.clone())
-                .and_modify(|e| e.1 = v.clone())
-                .or_insert_with(|| (v.clone(), v));
+                .and_modify(|e| {
+                    e.1 = v.clone();
+                    e.2 += 1;
+                })
+                .or_insert_with(|| (v.clone(), v, 1));
             Ok(())
         })?;
         let mut report = RevertReport::default();
-        for (file, (first, last)) in files {
+        for (file, (first, last, count)) in files {
             let shown = |v: &Version| v.path.clone().unwrap_or_else(|| file.clone());
             let of_file = |before: Option<VersionId>| Query {
                 file: Some(file.clone()),
@@ -345,6 +358,21 @@ pub trait Versions {
                     "changed since by another change: left as it is".into(),
                 ));
                 continue;
+            }
+            // Another change between the first and the last of these
+            // would be undone with them.
+            if count > 1 {
+                let between = self.history(&Query {
+                    limit: Some(count - 1),
+                    ..of_file(Some(last.id.clone()))
+                })?;
+                if between.first().map(|v| &v.id) != Some(&first.id) {
+                    report.skipped.push((
+                        shown(&last),
+                        "changed between these changes by another change: left as it is".into(),
+                    ));
+                    continue;
+                }
             }
             let before = self.history(&of_file(Some(first.id.clone())))?.pop();
             let target = match before.filter(|b| b.op != ChangeOp::Deleted) {
@@ -495,7 +523,7 @@ impl<S: MemoryStore> Versions for HistoryStore<S> {
             index
                 .files
                 .iter()
-                .find(|(_, f)| f.0 == file)
+                .find(|(_, f)| f.file == file)
                 .map(|(p, _)| p.clone())
         };
         let Some(path) = path else { return Ok(None) };

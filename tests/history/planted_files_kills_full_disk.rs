@@ -368,6 +368,7 @@ fn attack_5_repair_of_100000_pending_versions() {
                 content: Some(data.clone().into_bytes()),
                 redacted: false,
                 note: None,
+                prev: None,
             });
         }
     }

@@ -9,7 +9,9 @@ use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
 use super::journal_dir::Dir;
-use super::journal_line::{BackLines, FORMAT, Line, Record, each_line, leading_version_id};
+use super::journal_line::{
+    BackLines, FORMAT, Line, Record, each_line, leading_version_id, time_of,
+};
 use super::log::{HistoryLog, erase};
 use super::{HistoryError, Revision};
 
@@ -69,6 +71,10 @@ struct FileState {
     /// Bytes of the journal this handle has seen.
     seen: u64,
     last_id: u64,
+    /// The last version's time (ns since the epoch): a version appended
+    /// after it is given no earlier time, so times grow along the
+    /// journal and a search by time is a binary search.
+    last_time: u64,
     /// Whether [`HistoryLog::exclusive`] holds the `flock` now.
     held: bool,
     /// The last batch appended: its ids, and where it starts and ends, so
@@ -126,6 +132,7 @@ impl FileLog {
                 file,
                 seen: 0,
                 last_id: 0,
+                last_time: 0,
                 held: false,
                 last_batch: None,
                 staged: None,
@@ -187,7 +194,17 @@ impl FileLog {
             state.legacy_drops = Some(dropped);
             return Ok(());
         }
-        let versions = Self::read_all(state)?;
+        let mut versions = Self::read_all(state)?;
+        // This format's two promises, kept for what 0.4 wrote: times grow
+        // along the journal, and each version names its file's previous.
+        let mut time = std::time::UNIX_EPOCH;
+        let mut latest = std::collections::HashMap::new();
+        for v in &mut versions {
+            time = time.max(v.time);
+            v.time = time;
+            let file = super::log::file_of(v);
+            v.prev = latest.insert(file, v.id);
+        }
         self.rewrite(state, &versions)
     }
 
@@ -250,14 +267,17 @@ impl FileLog {
             return Ok(());
         }
         state.last_batch = None;
-        state.last_id = state.last_id.max(Self::last_id_in(&state.file, len)?);
+        let (id, time) = Self::last_in(&state.file, len)?;
+        state.last_id = state.last_id.max(id);
+        state.last_time = state.last_time.max(time);
         state.seen = len;
         Ok(())
     }
 
-    /// The highest id the journal names: its last version line's, or its
-    /// mark's (the first line), read from the file's two ends only.
-    fn last_id_in(file: &File, len: u64) -> Result<u64, HistoryError> {
+    /// The highest id the journal names (its last version line's, or its
+    /// mark's, the first line) and the last version's time, read from the
+    /// file's two ends only.
+    fn last_in(file: &File, len: u64) -> Result<(u64, u64), HistoryError> {
         let mut last = 0;
         super::journal_line::each_line_until(file, 0, &mut |line| {
             if let Ok(Line::Mark { last_id, .. }) = serde_json::from_slice::<Line>(line) {
@@ -266,12 +286,17 @@ impl FileLog {
             false
         })?;
         let mut back = BackLines::new(file, len);
+        // A last line without its newline is torn (a writer killed
+        // mid-append): its leading digits may be a cut id.
+        if !line_ends_at(file, len)? {
+            back.prev()?;
+        }
         while let Some((_, line)) = back.prev()? {
             if let Some(id) = leading_version_id(&line) {
-                return Ok(last.max(id));
+                return Ok((last.max(id), time_of(&line).unwrap_or(0)));
             }
         }
-        Ok(last)
+        Ok((last, 0))
     }
 
     fn locked<T>(

@@ -158,6 +158,8 @@ fn row<E>(r: &dyn crate::store::sql::Columns<Error = E>, content: bool) -> Resul
         redacted: r.flag(10)?,
         note: non_empty(r.text(11)?),
         content: if content { r.bytes(12)? } else { None },
+        // Its index on files finds a file's versions; no chain is kept.
+        prev: None,
     })
 }
 
