@@ -5,11 +5,13 @@
 #
 # A developer: `source .ci/cloud.sh` (then `cargo test --features cloud-tests`
 # style commands below); CI: sourced from .ci/run.
-#   S3_PORT (default 55500), AZURITE_PORT (default 55510)
+#   S3_PORT, AZURITE_PORT (default: free ports; .ci/servers.sh first)
 #   CLOUD_DIR: where the servers' files go (default /tmp/claude-memory-cloud)
+# shellcheck source=.ci/servers.sh
+declare -F free_port >/dev/null || source "$(dirname "${BASH_SOURCE[0]}")/servers.sh"
 
-S3_PORT="${S3_PORT:-55500}"
-AZURITE_PORT="${AZURITE_PORT:-55510}"
+S3_PORT="${S3_PORT:-$(free_port)}"
+AZURITE_PORT="${AZURITE_PORT:-$(free_port)}"
 CLOUD_DIR="${CLOUD_DIR:-/tmp/claude-memory-cloud}"
 mkdir -p "$CLOUD_DIR"
 
@@ -31,6 +33,7 @@ fi
 
 if ! curl -s -o /dev/null "http://127.0.0.1:$S3_PORT/"; then
   nohup python3 "$(dirname "${BASH_SOURCE[0]}")/moto_server.py" 127.0.0.1 "$S3_PORT" >"$CLOUD_DIR/moto.log" 2>&1 &
+  stop_at_exit kill "$!"
 fi
 # Azurite closes idle connections after 5 s by default; a request sent on
 # a pooled connection as it closes is lost without retry (a PUT is not
@@ -39,6 +42,7 @@ fi
 if ! curl -s -o /dev/null "http://127.0.0.1:$AZURITE_PORT/"; then
   nohup "$CLOUD_DIR/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$AZURITE_PORT" \
     --location "$CLOUD_DIR/azurite" --skipApiVersionCheck --loose --blobKeepAliveTimeout 300 >"$CLOUD_DIR/azurite.log" 2>&1 &
+  stop_at_exit kill "$!"
 fi
 cloud_wait "http://127.0.0.1:$S3_PORT/"
 cloud_wait "http://127.0.0.1:$AZURITE_PORT/"

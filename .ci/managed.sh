@@ -8,8 +8,10 @@
 # .ci/run (under `set -euo pipefail`: a failed step fails the run).
 #   MANAGED_PORT (default 55520)
 #   MANAGED_DIR: where the emulator's log goes (default /tmp/claude-memory-managed)
+# shellcheck source=.ci/servers.sh
+declare -F free_port >/dev/null || source "$(dirname "${BASH_SOURCE[0]}")/servers.sh"
 
-MANAGED_PORT="${MANAGED_PORT:-55520}"
+MANAGED_PORT="${MANAGED_PORT:-$(free_port)}"
 MANAGED_DIR="${MANAGED_DIR:-/tmp/claude-memory-managed}"
 MANAGED_KEY=test-key
 MANAGED_SDK_VERSION=2.14.0
@@ -31,6 +33,7 @@ if ! managed_up; then
   nohup python3 "$managed_root/tests/managed/emulator.py" --host 127.0.0.1 --port "$MANAGED_PORT" \
     --api-key "$MANAGED_KEY" >"$MANAGED_DIR/emulator.log" 2>&1 &
   managed_pid=$!
+  stop_at_exit kill "$managed_pid"
 fi
 managed_ready=false
 for _ in $(seq 1 60); do
