@@ -123,7 +123,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let r1 = history.revert(clean.id)?;
     let r2 = history.revert(delete.id)?;
-    println!("  new versions: {r1:?}, {r2:?} (a revert is itself a version)\n");
+    let id =
+        |r: Option<u64>| r.map_or_else(|| "none (already so)".to_owned(), |id| format!("v{id}"));
+    println!(
+        "  new versions: {}, {} (a revert is itself a version)\n",
+        id(r1),
+        id(r2)
+    );
 
     println!("=== Session 2: a fresh handler on the same directory ===");
     let tool = open(&root, "support-agent")?;

@@ -272,8 +272,8 @@ pub enum Command {
         call: Option<String>,
         /// Only the newest N (the next page back: --before the oldest one
         /// shown) [default: every version, oldest first]
-        #[arg(long, value_name = "N")]
-        limit: Option<usize>,
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        limit: Option<u64>,
         /// Only versions older than this one
         #[arg(long, value_name = "ID", value_parser = parse_version)]
         before: Option<VersionId>,
@@ -302,14 +302,14 @@ pub enum Command {
     /// removed); or undo everything one actor or one call did. A revert is
     /// itself a change, kept in the history.
     Revert {
-        /// The version id
+        /// The version id (or --actor LABEL, or --call ID)
         #[arg(value_parser = parse_version, required_unless_present_any = ["actor", "call"])]
         id: Option<VersionId>,
         /// Undo every change this actor made (a label, such as dream:ID)
-        #[arg(long, value_name = "LABEL", conflicts_with_all = ["id", "call"])]
+        #[arg(long, value_name = "LABEL", conflicts_with_all = ["id", "call"], value_parser = non_empty)]
         actor: Option<String>,
         /// Undo every change made in this call (a tool_use id)
-        #[arg(long, value_name = "ID", conflicts_with = "id")]
+        #[arg(long, value_name = "ID", conflicts_with = "id", value_parser = non_empty)]
         call: Option<String>,
     },
 
@@ -398,4 +398,12 @@ pub fn parse_range(text: &str) -> Result<[i64; 2], String> {
 pub enum Profile {
     /// Anthropic's managed Memory Stores.
     Managed,
+}
+
+/// A value that is not empty (an empty actor or call selects nothing).
+fn non_empty(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Err("an empty value names nothing".into());
+    }
+    Ok(s.to_owned())
 }

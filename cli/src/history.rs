@@ -312,6 +312,16 @@ pub fn revert(
             ));
         }
     };
+    let any = Query {
+        limit: Some(1),
+        ..by.clone()
+    };
+    if h.history(&any).map_err(why)?.is_empty() {
+        return Err(Failure::Failed(format!(
+            "no version in this history was made by {}: nothing to revert (`claude-memory history` lists the versions, with their actors and calls)",
+            escape(note.trim_start_matches("revert of "))
+        )));
+    }
     let report = h.revert_changes(&by, &note).map_err(why)?;
     for (p, what) in &report.reverted {
         out(format_args!("{what} {}", escape(p)))?;

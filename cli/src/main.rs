@@ -279,7 +279,7 @@ fn run(cli: Cli) -> Outcome {
                 until,
                 actor,
                 call,
-                limit,
+                limit: limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
                 before,
                 ..Default::default()
             };

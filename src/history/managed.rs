@@ -122,15 +122,20 @@ fn select(
     Ok(out)
 }
 
+/// `all` (oldest first) up to [`Query::before`], if it names one.
+fn before(mut all: Vec<Version>, query: &Query) -> Result<Vec<Version>, HistoryError> {
+    if let Some(before) = &query.before {
+        let before = VersionId::Service(before.service()?.to_owned());
+        let at = all.iter().position(|v| v.id == before).unwrap_or(0);
+        all.truncate(at);
+    }
+    Ok(all)
+}
+
 impl Versions for ManagedStore {
     fn history(&self, query: &Query) -> Result<Vec<Version>, HistoryError> {
         let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
-        let mut all = select(self, query, Some(limit))?;
-        if let Some(before) = &query.before {
-            let before = VersionId::Service(before.service()?.to_owned());
-            let at = all.iter().position(|v| v.id == before).unwrap_or(0);
-            all.truncate(at);
-        }
+        let mut all = before(select(self, query, Some(limit))?, query)?;
         let skip = all.len().saturating_sub(limit);
         Ok(all.split_off(skip))
     }
@@ -140,7 +145,7 @@ impl Versions for ManagedStore {
         query: &Query,
         f: &mut dyn FnMut(Version) -> Result<(), HistoryError>,
     ) -> Result<(), HistoryError> {
-        for v in select(self, query, None)? {
+        for v in before(select(self, query, None)?, query)? {
             f(v)?;
         }
         Ok(())

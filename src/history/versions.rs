@@ -196,8 +196,8 @@ pub struct RevertReport {
 }
 
 /// The history of a store: its versions, whoever wrote them, and the
-/// operations on them. A [`HistoryStore`] and a
-/// [`ManagedStore`](crate::ManagedStore) (feature `managed`) serve it; a
+/// operations on them. A [`HistoryStore`] and a `ManagedStore` (feature
+/// `managed`) serve it; a
 /// store's history that cannot do something answers
 /// [`HistoryError::Unsupported`] with what to do instead.
 pub trait Versions {
@@ -206,8 +206,8 @@ pub trait Versions {
     /// without content.
     fn history(&self, query: &Query) -> Result<Vec<Version>, HistoryError>;
 
-    /// Every version matching `query` (its limit and `before` aside),
-    /// oldest first, one page in memory at a time.
+    /// Every version matching `query` older than [`Query::before`] (its
+    /// limit aside), oldest first, one page in memory at a time.
     fn each(
         &self,
         query: &Query,
@@ -352,12 +352,21 @@ pub trait Versions {
                 ..Query::default()
             };
             let latest = self.history(&of_file(None))?.pop();
-            if latest.as_ref().map(|l| &l.id) != Some(&last.id) {
-                report.skipped.push((
-                    shown(&last),
-                    "changed since by another change: left as it is".into(),
-                ));
-                continue;
+            match latest {
+                Some(l) if l.id == last.id => {}
+                Some(l) => {
+                    report.skipped.push((
+                        shown(&l),
+                        format!("changed since by {} (another change): left as it is", l.id),
+                    ));
+                    continue;
+                }
+                None => {
+                    report
+                        .skipped
+                        .push((shown(&last), "its history is gone: left as it is".into()));
+                    continue;
+                }
             }
             // Another change between the first and the last of these
             // would be undone with them.
@@ -506,9 +515,10 @@ impl<S: MemoryStore> Versions for HistoryStore<S> {
         query: &Query,
         f: &mut dyn FnMut(Version) -> Result<(), HistoryError>,
     ) -> Result<(), HistoryError> {
-        let Some(filter) = self.filter_of(query)? else {
+        let Some(mut filter) = self.filter_of(query)? else {
             return Ok(());
         };
+        filter.before = query.before.as_ref().map(VersionId::local).transpose()?;
         self.walk(&filter, &mut |v| f(Version::from_revision(v)))
     }
 

@@ -270,9 +270,33 @@ fn revert_a_whole_call_and_list_in_pages() {
     let earlier: Vec<&str> = back.lines().filter(|l| l.starts_with('v')).collect();
     assert_eq!(earlier.len(), 2, "{back}");
     assert!(earlier.iter().all(|r| !rows.contains(r)));
-    // Usage: one of an id, --actor or --call.
+    // --before without --limit: every version older than it.
+    let before = ok(store, &["history", "--before", "v3"]);
+    let ids: Vec<&str> = before
+        .lines()
+        .filter(|l| l.starts_with('v'))
+        .filter_map(|l| l.split('\t').next())
+        .collect();
+    assert_eq!(ids, ["v1", "v2"], "{before}");
+    // Usage: one of an id, --actor or --call; no empty one, no zero limit.
     let o = run(store, &["revert"], None);
     assert_eq!(o.status.code(), Some(2));
     let o = run(store, &["revert", "v1", "--call", "x"], None);
     assert_eq!(o.status.code(), Some(2));
+    for args in [
+        &["revert", "--call", ""][..],
+        &["revert", "--actor", ""],
+        &["history", "--limit", "0"],
+    ] {
+        let o = run(store, args, None);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+    }
+    // A mistyped call reverts nothing, and says so.
+    let o = run(store, &["revert", "--call", "toolu_evl"], None);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("no version in this history was made by call toolu_evl"),
+        "{said}"
+    );
 }

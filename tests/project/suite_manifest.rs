@@ -146,21 +146,41 @@ fn dependencies_and_features_mirror_the_crate() {
 fn the_quickstart_builds_the_crate_with_no_feature() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
-        .args(["tree", "--offline", "-e", "normal,build", "--prefix", "none"])
+        .args([
+            "tree",
+            "--offline",
+            "-e",
+            "normal,build",
+            "--prefix",
+            "none",
+        ])
         .current_dir(repo())
         .output()
         .expect("cargo tree");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     // The first tree is the root package's: what the quickstart builds.
     let first = text.split("\n\n").next().unwrap_or_default();
     assert!(first.starts_with("claude-memory v"), "{first}");
-    let crates: std::collections::BTreeSet<&str> = first
-        .lines()
-        .filter_map(|l| l.split(' ').next())
-        .collect();
-    for heavy in ["rusqlite", "rmcp", "axum", "argon2", "aes-gcm", "reqwest", "object_store"] {
-        assert!(!crates.contains(heavy), "{heavy} in the quickstart's build: {crates:?}");
+    let crates: std::collections::BTreeSet<&str> =
+        first.lines().filter_map(|l| l.split(' ').next()).collect();
+    for heavy in [
+        "rusqlite",
+        "rmcp",
+        "axum",
+        "argon2",
+        "aes-gcm",
+        "reqwest",
+        "object_store",
+    ] {
+        assert!(
+            !crates.contains(heavy),
+            "{heavy} in the quickstart's build: {crates:?}"
+        );
     }
     assert!(crates.len() <= 45, "{} crates: {crates:?}", crates.len());
 }
