@@ -180,6 +180,72 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// The same error with every path it names passed through `f`: a
+    /// wrapping store (a tenant's prefix, encrypted names) shows its
+    /// caller the paths the caller gave, never the wrapped store's.
+    #[must_use]
+    pub fn map_paths(self, mut f: impl FnMut(MemoryPath) -> MemoryPath) -> StoreError {
+        match self {
+            StoreError::NotFound { path } => StoreError::NotFound { path: f(path) },
+            StoreError::AlreadyExists { path } => StoreError::AlreadyExists { path: f(path) },
+            StoreError::IsADirectory { path } => StoreError::IsADirectory { path: f(path) },
+            StoreError::NotADirectory { path } => StoreError::NotADirectory { path: f(path) },
+            StoreError::ParentNotDirectory { path, parent } => StoreError::ParentNotDirectory {
+                path: f(path),
+                parent: f(parent),
+            },
+            StoreError::Conflict { path } => StoreError::Conflict { path: f(path) },
+            StoreError::Symlink { path } => StoreError::Symlink { path: f(path) },
+            StoreError::TooLarge { path, len } => StoreError::TooLarge { path: f(path), len },
+            StoreError::HardLink { path } => StoreError::HardLink { path: f(path) },
+            StoreError::Invalid { path, reason } => StoreError::Invalid {
+                path: f(path),
+                reason,
+            },
+            StoreError::UnsupportedName { path, reason } => StoreError::UnsupportedName {
+                path: f(path),
+                reason,
+            },
+            StoreError::PathTooLong { path, limit } => StoreError::PathTooLong {
+                path: f(path),
+                limit,
+            },
+            StoreError::StoreFull { path, total, limit } => StoreError::StoreFull {
+                path: f(path),
+                total,
+                limit,
+            },
+            StoreError::Io { op, path, source } => StoreError::Io {
+                op,
+                path: f(path),
+                source,
+            },
+            StoreError::Backend { path, source } => StoreError::Backend {
+                path: f(path),
+                source,
+            },
+            StoreError::Unreachable {
+                path,
+                cause,
+                source,
+            } => StoreError::Unreachable {
+                path: f(path),
+                cause,
+                source,
+            },
+            StoreError::OutcomeUnknown {
+                path,
+                cause,
+                source,
+            } => StoreError::OutcomeUnknown {
+                path: f(path),
+                cause,
+                source,
+            },
+            StoreError::Integrity { path } => StoreError::Integrity { path: f(path) },
+        }
+    }
+
     /// [`StoreError::ParentNotDirectory`] for `path`, whose ancestor with
     /// `depth` components is a file.
     pub fn parent_not_directory(path: &MemoryPath, depth: usize) -> Self {

@@ -61,70 +61,16 @@ impl<S: MemoryStore> TenantStore<S> {
         path.with_prefix(self.tenant.as_str())
     }
 
-    /// Rewrites the base's paths in an error back to the tenant's view.
+    /// Rewrites the base's paths in an error back to the tenant's view
+    /// (a path limit too: the tenant's prefix is not the caller's).
     fn outer(&self, error: StoreError) -> StoreError {
-        let strip = |p: MemoryPath| p.strip_prefix(self.tenant.as_str());
-        match error {
-            StoreError::NotFound { path } => StoreError::NotFound { path: strip(path) },
-            StoreError::AlreadyExists { path } => StoreError::AlreadyExists { path: strip(path) },
-            StoreError::IsADirectory { path } => StoreError::IsADirectory { path: strip(path) },
-            StoreError::NotADirectory { path } => StoreError::NotADirectory { path: strip(path) },
-            StoreError::ParentNotDirectory { path, parent } => StoreError::ParentNotDirectory {
-                path: strip(path),
-                parent: strip(parent),
-            },
-            StoreError::Conflict { path } => StoreError::Conflict { path: strip(path) },
-            StoreError::Symlink { path } => StoreError::Symlink { path: strip(path) },
-            StoreError::TooLarge { path, len } => StoreError::TooLarge {
-                path: strip(path),
-                len,
-            },
-            StoreError::HardLink { path } => StoreError::HardLink { path: strip(path) },
-            StoreError::Invalid { path, reason } => StoreError::Invalid {
-                path: strip(path),
-                reason,
-            },
-            StoreError::UnsupportedName { path, reason } => StoreError::UnsupportedName {
-                path: strip(path),
-                reason,
-            },
+        let prefix = self.tenant.as_str();
+        match error.map_paths(|p| p.strip_prefix(prefix)) {
             StoreError::PathTooLong { path, limit } => StoreError::PathTooLong {
-                path: strip(path),
-                limit: limit.saturating_sub(1 + self.tenant.as_str().len()),
-            },
-            StoreError::StoreFull { path, total, limit } => StoreError::StoreFull {
-                path: strip(path),
-                total,
-                limit,
-            },
-            StoreError::Io { op, path, source } => StoreError::Io {
-                op,
-                path: strip(path),
-                source,
-            },
-            StoreError::Backend { path, source } => StoreError::Backend {
-                path: strip(path),
-                source,
-            },
-            StoreError::Unreachable {
                 path,
-                cause,
-                source,
-            } => StoreError::Unreachable {
-                path: strip(path),
-                cause,
-                source,
+                limit: limit.saturating_sub(1 + prefix.len()),
             },
-            StoreError::OutcomeUnknown {
-                path,
-                cause,
-                source,
-            } => StoreError::OutcomeUnknown {
-                path: strip(path),
-                cause,
-                source,
-            },
-            StoreError::Integrity { path } => StoreError::Integrity { path: strip(path) },
+            other => other,
         }
     }
 }

@@ -31,67 +31,13 @@ impl<S: MemoryStore> EncryptedStore<S> {
                 .map(|(_, plain)| (*plain).clone())
                 .unwrap_or_else(MemoryPath::root)
         };
-        match error {
-            StoreError::NotFound { path } => StoreError::NotFound { path: map(path) },
-            StoreError::AlreadyExists { path } => StoreError::AlreadyExists { path: map(path) },
-            StoreError::IsADirectory { path } => StoreError::IsADirectory { path: map(path) },
-            StoreError::NotADirectory { path } => StoreError::NotADirectory { path: map(path) },
-            StoreError::ParentNotDirectory { path, parent } => StoreError::ParentNotDirectory {
-                path: map(path),
-                parent: map(parent),
-            },
-            StoreError::Conflict { path } => StoreError::Conflict { path: map(path) },
-            StoreError::Symlink { path } => StoreError::Symlink { path: map(path) },
+        // A wrapped file's length counts its sealing, the caller's not.
+        match error.map_paths(map) {
             StoreError::TooLarge { path, len } => StoreError::TooLarge {
-                path: map(path),
+                path,
                 len: len.saturating_sub(OVERHEAD),
             },
-            StoreError::HardLink { path } => StoreError::HardLink { path: map(path) },
-            StoreError::Invalid { path, reason } => StoreError::Invalid {
-                path: map(path),
-                reason,
-            },
-            StoreError::UnsupportedName { path, reason } => StoreError::UnsupportedName {
-                path: map(path),
-                reason,
-            },
-            StoreError::PathTooLong { path, limit } => StoreError::PathTooLong {
-                path: map(path),
-                limit,
-            },
-            StoreError::StoreFull { path, total, limit } => StoreError::StoreFull {
-                path: map(path),
-                total,
-                limit,
-            },
-            StoreError::Io { op, path, source } => StoreError::Io {
-                op,
-                path: map(path),
-                source,
-            },
-            StoreError::Backend { path, source } => StoreError::Backend {
-                path: map(path),
-                source,
-            },
-            StoreError::Unreachable {
-                path,
-                cause,
-                source,
-            } => StoreError::Unreachable {
-                path: map(path),
-                cause,
-                source,
-            },
-            StoreError::OutcomeUnknown {
-                path,
-                cause,
-                source,
-            } => StoreError::OutcomeUnknown {
-                path: map(path),
-                cause,
-                source,
-            },
-            StoreError::Integrity { path } => StoreError::Integrity { path: map(path) },
+            other => other,
         }
     }
 }
