@@ -49,14 +49,13 @@ suite = suite[:ss] + head + crate[cs:ce].rstrip("\n") + "\n" + cli_tail(features
 
 version = re.search(r'^\[package\]\n(?:.*\n)*?version = "([^"]+)"', crate, re.M).group(1)
 suite = re.sub(r'^(version = )"[^"]+"', lambda m: f'{m.group(1)}"{version}"', suite, count=1, flags=re.M)
-# One [[test]] per file in ../tests/AREA/, named AREA_FILE (the support
-# modules' folders, holding mod.rs, are not tests). project/servers.rs
-# prints its own report, so it runs without the test harness.
-SUPPORT = {"common", "cloud_support", "mcp_support", "mcp_clients"}
+# One [[test]] per file in ../tests/AREA/, named AREA_FILE; a folder
+# holding mod.rs is a support module the tests include, not a test.
+# project/servers.rs prints its own report, so it runs without the harness.
 tests = sorted(
     f"{p.parent.name}/{p.stem}"
     for p in (here.parent / "tests").glob("*/*.rs")
-    if p.parent.name not in SUPPORT
+    if not (p.parent / "mod.rs").exists()
 )
 block = "".join(
     f'[[test]]\nname = "{t.replace("/", "_")}"\npath = "../tests/{t}.rs"\n'
