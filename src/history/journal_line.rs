@@ -322,6 +322,9 @@ pub(super) fn each_line(
             return Ok(());
         }
         if line.len() > MAX_LINE {
+            if line.last() == Some(&b'\n') {
+                continue; // read whole, just over the limit
+            }
             // Skip the rest of an overlong line.
             let mut sink = Vec::new();
             loop {

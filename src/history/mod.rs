@@ -67,7 +67,6 @@ mod sealed_log;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
 mod store;
-mod store_impl;
 mod version;
 mod versions;
 

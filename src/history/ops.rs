@@ -11,7 +11,7 @@ use super::index::Index;
 use super::log::{Filter, Order, file_of};
 use super::repair::touched;
 use super::store::{PAGE, not_recorded};
-use super::version::DEFAULT_LIMIT;
+use super::version::{DEFAULT_LIMIT, NONE_KEPT};
 use super::versions::VersionId;
 use super::{
     ChangeOp, HistoryError, HistoryStore, Query, RestoreReport, Retention, Revision, SkipReason,
@@ -117,6 +117,9 @@ impl<S: MemoryStore> HistoryStore<S> {
     /// `prev` id where the log kept one, else by a search.
     fn previous(&self, v: &Revision) -> Result<Option<Revision>, HistoryError> {
         let file = file_of(v);
+        if v.prev == Some(NONE_KEPT) {
+            return Ok(None);
+        }
         if let Some(prev) = v.prev.filter(|p| *p < v.id)
             && let Some(found) = self.log.get(prev)?
             && file_of(&found) == file

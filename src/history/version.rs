@@ -70,8 +70,9 @@ pub struct Revision {
     pub note: Option<String>,
     /// The id of this file's version before this one, where the history
     /// knew it when it recorded this one (`None` for a file's first
-    /// version): a log without an index on files walks one file's
-    /// versions by id instead of reading every version between them.
+    /// version, `Some(0)` where a prune dropped every earlier one): a log
+    /// without an index on files walks one file's versions by id instead
+    /// of reading every version between them.
     pub prev: Option<u64>,
 }
 
@@ -273,3 +274,7 @@ pub struct Retention {
     /// At most this many versions per file are kept (the newest).
     pub keep_per_file: Option<usize>,
 }
+
+/// [`Revision::prev`] of a version whose earlier versions were all pruned
+/// (ids start at 1).
+pub(crate) const NONE_KEPT: u64 = 0;
