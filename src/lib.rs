@@ -142,6 +142,9 @@ mod render;
 mod result;
 pub mod runner;
 pub mod store;
+#[cfg(feature = "managed")]
+#[cfg_attr(docsrs, doc(cfg(feature = "managed")))]
+pub mod sync;
 pub mod tenant;
 mod tool;
 

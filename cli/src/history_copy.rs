@@ -20,8 +20,7 @@ use crate::output::{Failure, Outcome, count, failed, out};
 /// source's memory store). Without the `managed` feature there is no sync.
 fn is_marker(p: &MemoryPath) -> bool {
     #[cfg(feature = "managed")]
-    return p.components().len() == 1
-        && p.name() == Some(claude_memory::store::managed_sync::MARKER_FILE);
+    return p.components().len() == 1 && p.name() == Some(claude_memory::sync::MARKER_FILE);
     #[cfg(not(feature = "managed"))]
     {
         let _ = p;

@@ -137,7 +137,7 @@ pub fn run(
     args: &SyncArgs,
 ) -> Outcome {
     use claude_memory::history::escape;
-    use claude_memory::store::managed_sync::{DeleteMode, SyncOptions, SyncOutcome};
+    use claude_memory::sync::{DeleteMode, SyncOptions, SyncOutcome};
 
     use crate::output::{err, failed, out};
 
@@ -173,7 +173,7 @@ pub fn run(
     };
     let interval = args
         .interval
-        .unwrap_or(claude_memory::store::managed_sync::DEFAULT_INTERVAL);
+        .unwrap_or(claude_memory::sync::DEFAULT_INTERVAL);
     if !args.once {
         err(format_args!(
             "claude-memory: syncing with {id} every {} (Ctrl-C stops; a change prints a line)",
@@ -267,7 +267,7 @@ pub fn run(
 
 /// Saves the state, saying so if it cannot.
 #[cfg(feature = "managed")]
-fn save(path: &Path, state: &claude_memory::store::managed_sync::SyncState) -> Outcome {
+fn save(path: &Path, state: &claude_memory::sync::SyncState) -> Outcome {
     write_state(path, state).inspect_err(|f| {
         if let Failure::Failed(why) = f {
             crate::output::err(format_args!(
@@ -338,7 +338,7 @@ const MAX_STATE: u64 = 256 << 20;
 /// Reads the state: a regular file, opened without following a link or
 /// blocking on a FIFO, at most [`MAX_STATE`] bytes.
 #[cfg(feature = "managed")]
-fn read_state(path: &Path) -> Result<claude_memory::store::managed_sync::SyncState, Failure> {
+fn read_state(path: &Path) -> Result<claude_memory::sync::SyncState, Failure> {
     use std::io::Read as _;
     let cannot =
         |e: std::io::Error| Failure::Failed(format!("cannot read {}: {e}", path.display()));
@@ -352,7 +352,7 @@ fn read_state(path: &Path) -> Result<claude_memory::store::managed_sync::SyncSta
     let file = match options.open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(claude_memory::store::managed_sync::SyncState::new());
+            return Ok(claude_memory::sync::SyncState::new());
         }
         Err(e) => return Err(cannot(e)),
     };
@@ -388,7 +388,7 @@ fn read_state(path: &Path) -> Result<claude_memory::store::managed_sync::SyncSta
 /// link planted there included) and never what a link points to. The
 /// state names every path and its sha.
 #[cfg(feature = "managed")]
-fn write_state(path: &Path, state: &claude_memory::store::managed_sync::SyncState) -> Outcome {
+fn write_state(path: &Path, state: &claude_memory::sync::SyncState) -> Outcome {
     use std::io::Write as _;
     let fail = |e: std::io::Error| {
         Failure::Failed(format!(

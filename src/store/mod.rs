@@ -15,7 +15,7 @@ mod ext;
 mod fs;
 // Compiled everywhere, so its tests run on every platform.
 #[cfg(feature = "managed")]
-mod managed;
+pub(crate) mod managed;
 mod memory;
 #[cfg(feature = "cloud")]
 pub(crate) mod object;
@@ -40,11 +40,6 @@ pub use error::{RemoteCause, StoreError, StoreResult};
 pub use ext::MemoryStoreExt;
 #[cfg(any(unix, windows))]
 pub use fs::{FilesystemStore, FilesystemStoreBuilder};
-/// Sync between any store and a managed memory store
-/// ([`ManagedStore::sync`]).
-#[cfg(feature = "managed")]
-#[cfg_attr(docsrs, doc(cfg(feature = "managed")))]
-pub use managed::sync as managed_sync;
 #[cfg(feature = "managed")]
 pub use managed::{ManagedBuilder, ManagedError, ManagedStore};
 #[cfg(feature = "managed")]

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use claude_memory::backup::{Backup, ImportOptions};
 use claude_memory::history::{HistoryError, Query, Versions as _};
-use claude_memory::store::managed_sync::{SyncEvent, SyncOptions, SyncState};
 use claude_memory::store::{MemoryStoreExt as _, WriteMode};
+use claude_memory::sync::{SyncEvent, SyncOptions, SyncState};
 use claude_memory::{FilesystemStore, InMemoryStore, ManagedStore, MemoryPath, MemoryStore};
 use claude_memory::{MemoryTool, StoreError};
 use serde_json::{Value, json};

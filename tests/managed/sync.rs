@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use claude_memory::store::managed_sync::{
+use claude_memory::store::{MemoryStoreExt as _, WriteMode};
+use claude_memory::sync::{
     DeleteMode, MARKER_FILE, SyncEvent, SyncOptions, SyncOutcome, SyncState,
 };
-use claude_memory::store::{MemoryStoreExt as _, WriteMode};
 use claude_memory::{InMemoryStore, ManagedStore, MemoryPath, MemoryStore};
 
 #[path = "../managed_support/mod.rs"]

@@ -6,11 +6,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use claude_memory::store::managed_sync::{SyncEvent, SyncOptions, SyncOutcome, SyncState};
 use claude_memory::store::{
     Change, DeleteOptions, DirEntry, FileContent, MemoryStoreExt as _, Metadata, RenameOptions,
     StoreError, StoreResult, UpdateOptions, Updated, Version, WriteOptions,
 };
+use claude_memory::sync::{SyncEvent, SyncOptions, SyncOutcome, SyncState};
 use claude_memory::{FilesystemStore, InMemoryStore, ManagedStore, MemoryPath, MemoryStore};
 use serde_json::json;
 

@@ -26,7 +26,7 @@ const MAX_PAGES: usize = 25;
 
 /// A memory as the API describes it (content only on a retrieve).
 #[derive(Debug, Clone, Deserialize)]
-pub(super) struct Memory {
+pub(crate) struct Memory {
     pub id: String,
     pub path: String,
     pub content_sha256: String,
@@ -40,7 +40,7 @@ pub(super) struct Memory {
 /// for the memories below it.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "type")]
-pub(super) enum Item {
+pub(crate) enum Item {
     #[serde(rename = "memory")]
     Memory(Memory),
     #[serde(rename = "memory_prefix")]
@@ -50,7 +50,7 @@ pub(super) enum Item {
 /// One of the service's versions of a memory (`path`, `content` and
 /// `content_sha256` are `None` once redacted; content only on a retrieve).
 #[derive(Debug, Clone, Deserialize)]
-pub(super) struct Version {
+pub(crate) struct Version {
     pub id: String,
     pub memory_id: String,
     pub operation: String,
@@ -81,7 +81,7 @@ struct Page<T = Item> {
 
 /// Why a request failed.
 #[derive(Debug)]
-pub(super) enum Fail {
+pub(crate) enum Fail {
     /// 409: a precondition failed, or the path is taken.
     Conflict,
     /// 404: no such memory (or memory store).
@@ -97,7 +97,7 @@ pub(super) enum Fail {
 
 /// How hard to try one request.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Retry {
+pub(crate) struct Retry {
     /// Retries after the first attempt, for 429 and 5xx answers.
     pub retries: u32,
     /// The longest single wait, whatever `retry-after` asks for.
@@ -108,7 +108,7 @@ pub(super) struct Retry {
 
 /// The client for one memory store.
 #[derive(Clone)]
-pub(super) struct Api {
+pub(crate) struct Api {
     http: reqwest::Client,
     io: Io,
     /// `{base}/v1/memory_stores/{id}`.
@@ -119,7 +119,7 @@ pub(super) struct Api {
 }
 
 impl Api {
-    pub(super) fn new(
+    pub(crate) fn new(
         http: reqwest::Client,
         io: Io,
         base: &str,
@@ -140,13 +140,13 @@ impl Api {
     }
 
     /// The memory store itself: whether it exists and the key may use it.
-    pub(super) fn check_store(&self) -> Result<(), Fail> {
+    pub(crate) fn check_store(&self) -> Result<(), Fail> {
         self.send(reqwest::Method::GET, "", &[], None).map(|_| ())
     }
 
     /// Every item below `prefix` (ending in `/`), all pages; `depth` 1
     /// rolls deeper memories up into prefixes, 0 lists them all.
-    pub(super) fn list(&self, prefix: &str, depth: u32) -> Result<Vec<Item>, Fail> {
+    pub(crate) fn list(&self, prefix: &str, depth: u32) -> Result<Vec<Item>, Fail> {
         let depth = depth.to_string();
         let mut items = Vec::new();
         let mut page: Option<String> = None;
@@ -175,7 +175,7 @@ impl Api {
     /// [`MAX_VERSION_PAGES`]) or those the `newest` count needs, with the
     /// API's own filters in `filters` (`memory_id`, `created_at[gte]`,
     /// `created_at[lte]`).
-    pub(super) fn versions(
+    pub(crate) fn versions(
         &self,
         filters: &[(&str, String)],
         newest: Option<usize>,
@@ -205,28 +205,28 @@ impl Api {
     }
 
     /// One version with its content.
-    pub(super) fn version(&self, id: &str) -> Result<Version, Fail> {
+    pub(crate) fn version(&self, id: &str) -> Result<Version, Fail> {
         let below = format!("/memory_versions/{}", escaped(id));
         let body = self.send(reqwest::Method::GET, &below, &[], None)?;
         parse(&body)
     }
 
     /// Erases a version's content and path on the service.
-    pub(super) fn redact(&self, id: &str) -> Result<Version, Fail> {
+    pub(crate) fn redact(&self, id: &str) -> Result<Version, Fail> {
         let below = format!("/memory_versions/{}/redact", escaped(id));
         let body = self.send(reqwest::Method::POST, &below, &[], Some(json!({})))?;
         parse(&body)
     }
 
     /// One memory with its content.
-    pub(super) fn retrieve(&self, id: &str) -> Result<Memory, Fail> {
+    pub(crate) fn retrieve(&self, id: &str) -> Result<Memory, Fail> {
         let query = [("view", "full".to_owned())];
         let body = self.send(reqwest::Method::GET, &memory(id), &query, None)?;
         parse(&body)
     }
 
     /// Creates a memory; 409 if the path is taken.
-    pub(super) fn create(&self, path: &str, content: &str) -> Result<Memory, Fail> {
+    pub(crate) fn create(&self, path: &str, content: &str) -> Result<Memory, Fail> {
         let body = json!({"path": path, "content": content});
         let got = self.send(reqwest::Method::POST, "/memories", &[], Some(body))?;
         parse(&got)
@@ -234,7 +234,7 @@ impl Api {
 
     /// Changes a memory's content, path or both, only if its content is
     /// still `sha` (409 otherwise, or if the new path is taken).
-    pub(super) fn update(
+    pub(crate) fn update(
         &self,
         id: &str,
         sha: &str,
@@ -255,7 +255,7 @@ impl Api {
     }
 
     /// Deletes a memory only if its content is still `sha`.
-    pub(super) fn delete(&self, id: &str, sha: &str) -> Result<(), Fail> {
+    pub(crate) fn delete(&self, id: &str, sha: &str) -> Result<(), Fail> {
         let query = [("expected_content_sha256", sha.to_owned())];
         self.send(reqwest::Method::DELETE, &memory(id), &query, None)
             .map(|_| ())

@@ -5,14 +5,12 @@
 //! - `ops`: the [`MemoryStore`](crate::MemoryStore) primitives.
 //! - `lease`: the lock memory that serializes directory moves and
 //!   size-limited writes, and finishes a move a killed process left.
-//! - `sync`: keeps another store and this one in step, by the SDKs' rules.
 //! - `versions`: the service's own history of each memory, as the one
 //!   versions API ([`Versions`](crate::history::Versions)).
 
-mod api;
+pub(crate) mod api;
 mod lease;
-mod ops;
-pub mod sync;
+pub(crate) mod ops;
 mod versions;
 
 pub(crate) use versions::{ServiceVersion, TOO_MANY};
@@ -50,9 +48,9 @@ const DEFAULT_BASE: &str = "https://api.anthropic.com";
 /// Cheap to clone: clones share the HTTP client and its I/O thread.
 #[derive(Clone)]
 pub struct ManagedStore {
-    api: Api,
+    pub(crate) api: Api,
     /// The memory store's id (`memstore_…`).
-    id: String,
+    pub(crate) id: String,
 }
 
 impl fmt::Debug for ManagedStore {

@@ -20,8 +20,8 @@ use crate::store::{
 /// The marker memory that keeps an empty directory.
 pub(super) const MARKER: &str = ".claude-memory-dir";
 /// The service's limits (its API reference).
-pub(super) const MAX_BYTES: usize = 102_400;
-pub(super) const MAX_SEGMENTS: usize = 20;
+pub(crate) const MAX_BYTES: usize = 102_400;
+pub(crate) const MAX_SEGMENTS: usize = 20;
 
 /// What a path names.
 pub(super) enum Found {
@@ -51,7 +51,7 @@ pub(super) fn canonical(service: &str) -> bool {
 }
 
 /// The memory path of a service path, if it spells one exactly.
-pub(super) fn memory_path(service: &str) -> Option<MemoryPath> {
+pub(crate) fn memory_path(service: &str) -> Option<MemoryPath> {
     MemoryPath::from_stored(&format!("{}{service}", crate::path::ROOT)).filter(|p| !p.is_root())
 }
 
@@ -146,7 +146,7 @@ impl ManagedStore {
     }
 
     /// Every memory below `dir`, at any depth.
-    pub(super) fn below(&self, dir: &MemoryPath) -> StoreResult<Vec<Memory>> {
+    pub(crate) fn below(&self, dir: &MemoryPath) -> StoreResult<Vec<Memory>> {
         let items = self
             .api
             .list(&prefix(dir), 0)

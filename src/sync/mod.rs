@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::ManagedStore;
-use super::api::Memory;
 use crate::path::{MemoryPath, is_reserved};
+use crate::store::ManagedStore;
+use crate::store::managed::api::Memory;
 use crate::store::{MemoryStore, StoreError, StoreResult};
 
 /// The marker file at the local store's root: `version 1\n{store id}`, as
@@ -408,7 +408,7 @@ impl ManagedStore {
             }
             // Spelled exactly: `//a.md` or `a.md`, trimmed, would land on
             // `/a.md` beside the memory there.
-            if super::ops::memory_path(&m.path).is_none() {
+            if crate::store::managed::ops::memory_path(&m.path).is_none() {
                 // As the service spells it: `a.md` shows as `/memoriesa.md`,
                 // never as the valid `/memories/a.md`.
                 events.push(SyncEvent::Unspellable(format!(
