@@ -22,7 +22,7 @@ pub(crate) mod object;
 mod op;
 mod options;
 pub(crate) mod retry;
-#[cfg(any(feature = "cloud", feature = "managed"))]
+#[cfg(any(feature = "cloud", feature = "managed", feature = "postgres"))]
 pub(crate) mod runtime;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod sql;

@@ -1,6 +1,8 @@
-//! The small Tokio runtime the HTTP stores (cloud, managed) share.
+//! The small Tokio runtime the remote stores (cloud, managed, PostgreSQL)
+//! share.
 //!
-//! object_store and reqwest are async and need a Tokio reactor. The
+//! object_store, reqwest and tokio-postgres are async and need a Tokio
+//! reactor. The
 //! stores run one current-thread runtime on a thread of its own, started
 //! by the first store and kept for the process; a blocking call hands its
 //! future to that thread and waits for the answer on a channel, never
@@ -68,9 +70,17 @@ impl Io {
         })
     }
 
+    /// The runtime's handle, for a store that polls its futures on its
+    /// own thread with the runtime's reactor and timers (PostgreSQL's).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn handle(&self) -> &Handle {
+        &self.inner.handle
+    }
+
     /// Runs `fut` on the I/O thread and waits for its output. `None` only
     /// if the I/O thread is gone (it cannot be while `self` lives, short
     /// of a panic inside the runtime).
+    #[cfg_attr(not(any(feature = "cloud", feature = "managed")), allow(dead_code))]
     pub(crate) fn run<F>(&self, fut: F) -> Option<F::Output>
     where
         F: Future + Send + 'static,

@@ -10,14 +10,13 @@
 //!
 //! # Runtime
 //!
-//! The driver is `tokio-postgres`, pooled by `deadpool-postgres`. Each
-//! store (with its clones and tenants) owns a small current-thread Tokio
-//! runtime on a thread of its own, where the connections' I/O tasks run;
-//! the blocking [`MemoryStore`](crate::MemoryStore) calls wait for their
-//! answers by parking the calling thread, never by entering a runtime. So
-//! a store can be created, used and dropped on any thread: a plain one,
-//! a Tokio worker of either flavour, or `spawn_blocking`. Dropping the
-//! last clone stops that thread, which drops its runtime there.
+//! The driver is `tokio-postgres`, pooled by `deadpool-postgres`. The
+//! connections' I/O tasks run on the one small runtime the remote stores
+//! share (a thread started by the first of them); the blocking
+//! [`MemoryStore`](crate::MemoryStore) calls wait for their answers by
+//! parking the calling thread, never by entering a runtime. So a store can
+//! be created, used and dropped on any thread: a plain one, a Tokio worker
+//! of either flavour, or `spawn_blocking`.
 
 mod conn;
 mod pool;

@@ -1,6 +1,6 @@
-//! The database handle a PostgreSQL store's clones share: the pool, the
-//! runtime thread its connections run on, and the wait that lets a
-//! blocking call use them from any thread.
+//! The database handle a PostgreSQL store's clones share: the pool, whose
+//! connections run on the process's I/O thread (`store::runtime`), and
+//! the wait that lets a blocking call use them from any thread.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -16,6 +16,7 @@ use tokio_postgres::error::SqlState;
 use super::super::schema;
 use super::super::tls::Rustls;
 use super::{Pg, PostgresError, SCHEMA, SCHEMA_LOCK, Settings};
+use crate::store::runtime::Io;
 
 /// Wakes a parked thread.
 struct Unpark(Thread);
@@ -50,14 +51,12 @@ pub(super) fn wait<F: Future>(fut: F, timeout: Duration) -> Option<F::Output> {
     }
 }
 
-/// The database handle a store's clones share: the pool, and the runtime
+/// The database handle a store's clones share: the pool, and the I/O
 /// thread its connections run on.
 pub(in crate::store::sql) struct Db {
     pool: Pool,
-    runtime: tokio::runtime::Handle,
+    io: Io,
     pub(super) settings: Settings,
-    // Dropped last: ends the runtime thread, which drops the runtime.
-    _stop: tokio::sync::oneshot::Sender<()>,
 }
 
 thread_local! {
@@ -112,21 +111,7 @@ impl Db {
         tls: Rustls,
         settings: Settings,
     ) -> Result<Self, PostgresError> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .enable_time()
-            .build()
-            .map_err(PostgresError::Runtime)?;
-        let runtime = rt.handle().clone();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        std::thread::Builder::new()
-            .name("claude-memory-postgres".into())
-            .spawn(move || {
-                rt.block_on(async {
-                    let _ = stopped.await;
-                });
-            })
-            .map_err(PostgresError::Runtime)?;
+        let io = Io::shared().map_err(PostgresError::Runtime)?;
         let manager = Manager::from_config(
             config,
             tls,
@@ -142,12 +127,7 @@ impl Db {
             .recycle_timeout(Some(settings.connect_timeout))
             .build()
             .map_err(|e| PostgresError::Config(e.to_string()))?;
-        Ok(Db {
-            pool,
-            runtime,
-            settings,
-            _stop: stop,
-        })
+        Ok(Db { pool, io, settings })
     }
 
     /// This pool's key in [`ACTIVE`].
@@ -163,7 +143,7 @@ impl Db {
         // is handed over without a trip to the runtime's thread. Entering a
         // handle is not a `block_on`, so this is allowed inside another
         // runtime too.
-        let _runtime = self.runtime.enter();
+        let _runtime = self.io.handle().enter();
         let s = &self.settings;
         let limit = s.checkout_timeout + s.connect_timeout * 2 + Duration::from_secs(5);
         match wait(self.pool.get(), limit) {
