@@ -14,11 +14,9 @@
 mod args;
 mod backup;
 mod check;
-mod cloud;
 mod crypt;
 mod history;
 mod history_copy;
-mod managed;
 mod mcp;
 mod output;
 mod prune;
@@ -31,7 +29,6 @@ use std::io;
 use std::process::ExitCode;
 
 use clap::Parser;
-use claude_memory::history::Versions;
 use claude_memory::{Config, MemoryStore, MemoryTool};
 
 /// The handler on whichever store the command line names.
@@ -39,7 +36,9 @@ type Tool = MemoryTool<Box<dyn MemoryStore>>;
 
 use crate::args::{Cli, Command};
 use crate::output::{Failure, Outcome, failed};
-use crate::store::{Access, StoreSpec};
+use claude_memory::store::{HistoryLogs, StoreUrl};
+
+use crate::store::{Access, Stack};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse_from(std::env::args_os()) {
@@ -61,11 +60,11 @@ fn run(cli: Cli) -> Outcome {
     if let Command::Keygen { output } = &cli.command {
         return crypt::keygen(output);
     }
-    let spec = StoreSpec::from_args(cli.store.as_deref(), cli.root)?;
+    let spec = store::from_args(cli.store.as_deref(), cli.root)?;
     // A managed memory store takes its service's limits unasked, so what
     // it would refuse is refused before any request.
     let mut config = match (cli.profile, &spec) {
-        (Some(args::Profile::Managed), _) | (None, StoreSpec::Managed(_)) => {
+        (Some(args::Profile::Managed), _) | (None, StoreUrl::Managed(_)) => {
             Config::managed_memory_stores()
         }
         (None, _) => Config::default(),
@@ -85,62 +84,39 @@ fn run(cli: Cli) -> Outcome {
     // not; `--history` starts one.
     let tenant = store::tenant(cli.tenant.as_deref())?;
     let tenant = tenant.as_ref();
-    if cli.history && matches!(spec, StoreSpec::Managed(_)) {
+    if cli.history && matches!(spec, StoreUrl::Managed(_)) {
         return Err(Failure::Usage(
             "--history does not apply to a managed memory store: the service keeps a version of every change itself (see `history`)".into(),
         ));
     }
-    let with_history = cli.history || history::exists(&spec, tenant);
-    let ring = crypt::ring(&cli.key_file, cli.passphrase_file.as_deref(), tenant)?;
-    let open = |access: Access| -> Result<Tool, Failure> {
-        let (mut store, sealer) = crypt::wrap(
-            store::open(&spec, tenant, access)?,
-            ring.as_ref(),
-            access,
-            tenant,
-        )?;
-        if with_history && access != Access::Read {
-            store = Box::new(history::open(
-                &spec,
-                tenant,
-                store,
-                access,
-                true,
-                sealer.as_ref(),
-            )?);
-        }
-        Ok(MemoryTool::with_config(store, config.clone()))
+    let history = match cli.history {
+        true => HistoryLogs::Start,
+        false => HistoryLogs::IfKept,
     };
-    // The history commands never start a history: on a store without one
-    // they say so (a restore would otherwise take every file for new). A
-    // managed store's history is the service's own versions.
-    let open_versions = |access: Access| -> Result<Box<dyn Versions>, Failure> {
-        if let StoreSpec::Managed(id) = &spec {
-            return managed::versions(id);
-        }
-        let (store, sealer) = crypt::wrap(
-            store::open(&spec, tenant, access)?,
-            ring.as_ref(),
-            access,
-            tenant,
-        )?;
-        Ok(Box::new(history::open(
-            &spec,
-            tenant,
-            store,
-            access,
-            false,
-            sealer.as_ref(),
-        )?))
+    let ring = crypt::ring(&cli.key_file, cli.passphrase_file.as_deref(), tenant)?;
+    let stack = Stack {
+        url: &spec,
+        tenant,
+        ring: ring.as_ref(),
+        label: match cli.command {
+            Command::Mcp(_) => "claude-memory-mcp",
+            _ => "claude-memory-cli",
+        },
+    };
+    let open = |access: Access| -> Result<Tool, Failure> {
+        Ok(MemoryTool::with_config(
+            stack.open(access, history)?,
+            config.clone(),
+        ))
     };
     match cli.command {
         Command::Keygen { .. } => Ok(()),
-        Command::Rekey => crypt::rekey(store::open(&spec, tenant, Access::Change)?, ring.as_ref()),
+        Command::Rekey => crypt::rekey(stack.base(Access::Change)?, ring.as_ref()),
         Command::Export {
             output,
             plaintext: false,
         } if ring.is_some() => {
-            let raw = crypt::raw(store::open(&spec, tenant, Access::Read)?, ring.as_ref())?;
+            let raw = crypt::raw(stack.base(Access::Read)?, ring.as_ref())?;
             backup::export(
                 &MemoryTool::with_config(raw, config.clone()),
                 output.as_deref(),
@@ -156,21 +132,7 @@ fn run(cli: Cli) -> Outcome {
                 },
             )
         }
-        Command::Mcp(args) => {
-            let (mut store, sealer) = crypt::wrap(
-                store::open(&spec, tenant, Access::Create)?,
-                ring.as_ref(),
-                Access::Create,
-                tenant,
-            )?;
-            if with_history {
-                store = Box::new(
-                    history::open(&spec, tenant, store, Access::Create, true, sealer.as_ref())?
-                        .with_label("claude-memory-mcp"),
-                );
-            }
-            mcp::run(store, config.clone(), args)
-        }
+        Command::Mcp(args) => mcp::run(stack.open(Access::Create, history)?, config.clone(), args),
         Command::Sync(args) => {
             let id = sync::target(&args, &spec)?;
             let state = sync::state_path(&args, &spec, tenant.is_some(), &id)?;
@@ -211,20 +173,22 @@ fn run(cli: Cli) -> Outcome {
             action: Some(args::HistoryAction::Copy { to }),
             ..
         } => {
-            let dest_spec = StoreSpec::parse(&to)?;
-            let source = open_versions(Access::Read)?;
-            let dest = store::open(&dest_spec, None, Access::Create)?;
-            let dest: Box<dyn MemoryStore> = match dest_spec {
-                StoreSpec::Managed(_) => dest,
-                _ => Box::new(history::open(
-                    &dest_spec,
-                    None,
-                    dest,
-                    Access::Create,
-                    true,
-                    None,
-                )?),
+            let dest_url = store::parse(&to)?;
+            let source = stack.versions(Access::Read)?;
+            let dest = Stack {
+                url: &dest_url,
+                tenant: None,
+                ring: None,
+                label: stack.label,
             };
+            // A managed store keeps its own versions of what is copied.
+            let dest = dest.open(
+                Access::Create,
+                match dest_url {
+                    StoreUrl::Managed(_) => HistoryLogs::Never,
+                    _ => HistoryLogs::Start,
+                },
+            )?;
             history_copy::copy(&*source, &*dest)
         }
         Command::History {
@@ -261,7 +225,7 @@ fn run(cli: Cli) -> Outcome {
             } else {
                 Access::Change
             };
-            history::prune(&*open_versions(access)?, older_than, keep, dry_run)
+            history::prune(&*stack.versions(access)?, older_than, keep, dry_run)
         }
         Command::History {
             action: None,
@@ -284,18 +248,18 @@ fn run(cli: Cli) -> Outcome {
                 ..Default::default()
             };
             history::list(
-                &*open_versions(Access::Read)?,
+                &*stack.versions(Access::Read)?,
                 query,
                 path.as_deref(),
                 prefix.as_deref(),
             )
         }
-        Command::Show { id } => history::show(&*open_versions(Access::Read)?, &id),
+        Command::Show { id } => history::show(&*stack.versions(Access::Read)?, &id),
         Command::Diff { from, to } => {
-            history::diff(&*open_versions(Access::Read)?, &from, to.as_ref())
+            history::diff(&*stack.versions(Access::Read)?, &from, to.as_ref())
         }
         Command::Revert { id, actor, call } => {
-            history::revert(&*open_versions(Access::Change)?, id.as_ref(), actor, call)
+            history::revert(&*stack.versions(Access::Change)?, id.as_ref(), actor, call)
         }
         Command::Restore {
             at,
@@ -307,10 +271,10 @@ fn run(cli: Cli) -> Outcome {
             } else {
                 Access::Change
             };
-            history::restore(&*open_versions(access)?, at, prefix.as_deref(), dry_run)
+            history::restore(&*stack.versions(access)?, at, prefix.as_deref(), dry_run)
         }
         Command::Redact { id, text } => history::redact(
-            &*open_versions(Access::Change)?,
+            &*stack.versions(Access::Change)?,
             id.as_ref(),
             text.as_deref(),
         ),

@@ -66,7 +66,6 @@ pub fn failed(e: impl fmt::Display) -> Failure {
 /// An error and its causes, `outer: cause: cause`, so an operator sees
 /// why (a refused role, a refused connection, a missing TLS) and not only
 /// that it failed. A cause whose text is already shown is not repeated.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub fn with_causes(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut cause = e.source();

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::output::{Failure, Outcome};
-use crate::store::StoreSpec;
+use claude_memory::store::StoreUrl;
 
 /// `sync`'s own options.
 #[derive(Debug, clap::Args)]
@@ -58,20 +58,20 @@ fn parse_interval(text: &str) -> Result<Duration, String> {
 }
 
 /// The memory store's id, from `managed:MEMSTORE_ID`.
-pub fn target(args: &SyncArgs, local: &StoreSpec) -> Result<String, Failure> {
-    let StoreSpec::Managed(id) = crate::managed::parse(
-        args.target.strip_prefix("managed:").ok_or_else(|| {
-            Failure::Usage(format!(
-                "`{}` is not a memory store: sync takes managed:MEMSTORE_ID",
-                args.target
-            ))
-        })?,
-        &args.target,
-    )?
-    else {
-        return Err(Failure::Usage("sync takes managed:MEMSTORE_ID".into()));
+pub fn target(args: &SyncArgs, local: &StoreUrl) -> Result<String, Failure> {
+    let not_managed = || {
+        Failure::Usage(format!(
+            "`{}` is not a memory store: sync takes managed:MEMSTORE_ID",
+            args.target
+        ))
     };
-    if matches!(local, StoreSpec::Managed(_)) {
+    if !args.target.starts_with("managed:") {
+        return Err(not_managed());
+    }
+    let StoreUrl::Managed(id) = crate::store::parse(&args.target)? else {
+        return Err(not_managed());
+    };
+    if matches!(local, StoreUrl::Managed(_)) {
         return Err(Failure::Usage(
             "sync keeps a local store in step with a memory store: --store names the local one (a directory, sqlite:…, …)".into(),
         ));
@@ -83,7 +83,7 @@ pub fn target(args: &SyncArgs, local: &StoreSpec) -> Result<String, Failure> {
 /// (a reserved name, so no view or sync ever shows it).
 pub fn state_path(
     args: &SyncArgs,
-    local: &StoreSpec,
+    local: &StoreUrl,
     tenant: bool,
     id: &str,
 ) -> Result<PathBuf, Failure> {
@@ -92,14 +92,14 @@ pub fn state_path(
             "--state {} is a directory: give the state file's path (it is created)",
             path.display()
         ))),
-        (Some(path), StoreSpec::Dir(dir)) if inside(dir, path) && !reserved(path) => {
+        (Some(path), StoreUrl::Dir(dir)) if inside(dir, path) && !reserved(path) => {
             Err(Failure::Usage(format!(
                 "--state {} is inside the store, where sync would send it as a memory: put it elsewhere, or name it .claude-memory-sync….json",
                 path.display()
             )))
         }
         (Some(path), _) => Ok(path.clone()),
-        (None, StoreSpec::Dir(dir)) if !tenant => {
+        (None, StoreUrl::Dir(dir)) if !tenant => {
             Ok(dir.join(format!(".claude-memory-sync-{id}.json")))
         }
         _ => Err(Failure::Usage(

@@ -27,6 +27,7 @@ pub(crate) mod runtime;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod sql;
 mod tenant;
+mod url;
 pub mod walk;
 #[cfg(all(test, not(windows)))]
 #[path = "fs/windows/names.rs"]
@@ -57,6 +58,7 @@ pub use sql::{PostgresBuilder, PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sql::{SqliteError, SqliteStore};
 pub use tenant::TenantStore;
+pub use url::{HistoryLogs, OpenError, OpenOptions, Opened, StoreUrl};
 pub use walk::{Flow, Order, Step, Tree, walk};
 
 use crate::path::MemoryPath;
