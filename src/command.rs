@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::render;
+use crate::render::{self, ModelError};
 
 /// The six command names, as the model spells them.
 pub(crate) const COMMANDS: [&str; 6] = [
@@ -102,7 +102,7 @@ impl Command {
     }
 
     /// Parses a tool `input` object. The error is the model-facing text.
-    pub(crate) fn from_input(input: &Map<String, Value>) -> Result<Command, String> {
+    pub(crate) fn from_input(input: &Map<String, Value>) -> Result<Command, ModelError> {
         let command = match present(input, "command") {
             None => return Err(render::missing_command()),
             Some(Value::String(s)) => s.as_str(),
@@ -151,18 +151,18 @@ struct Fields<'a> {
 }
 
 impl Fields<'_> {
-    fn required(&self, field: &str) -> Result<&Value, String> {
+    fn required(&self, field: &str) -> Result<&Value, ModelError> {
         present(self.input, field).ok_or_else(|| render::missing_field(field, self.command))
     }
 
-    fn string(&self, field: &str) -> Result<String, String> {
+    fn string(&self, field: &str) -> Result<String, ModelError> {
         match self.required(field)? {
             Value::String(s) => Ok(s.clone()),
             _ => Err(render::wrong_type(field, "a string")),
         }
     }
 
-    fn optional_string(&self, field: &str) -> Result<Option<String>, String> {
+    fn optional_string(&self, field: &str) -> Result<Option<String>, ModelError> {
         match present(self.input, field) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -170,7 +170,7 @@ impl Fields<'_> {
         }
     }
 
-    fn integer(&self, field: &str) -> Result<i64, String> {
+    fn integer(&self, field: &str) -> Result<i64, ModelError> {
         // serde_json keeps `2.0` and `1e2` as floats, so `as_i64` accepts
         // exactly the numbers written without fraction or exponent.
         self.required(field)?
@@ -178,7 +178,7 @@ impl Fields<'_> {
             .ok_or_else(|| render::wrong_type(field, "an integer"))
     }
 
-    fn view_range(&self) -> Result<Option<[i64; 2]>, String> {
+    fn view_range(&self) -> Result<Option<[i64; 2]>, ModelError> {
         let Some(value) = present(self.input, "view_range") else {
             return Ok(None);
         };
@@ -197,7 +197,7 @@ impl Fields<'_> {
     }
 }
 
-fn not_two_integers(value: &Value) -> String {
+fn not_two_integers(value: &Value) -> ModelError {
     render::view_range_not_integers(&echo(value))
 }
 

@@ -9,37 +9,57 @@ use std::io;
 use crate::path::PathError;
 use crate::store::{RemoteCause, StoreError};
 
+/// What the model is told when its call fails: only this file makes one,
+/// so no other text (a host path, an OS error) can reach the model as an
+/// error. Its `Display` is the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ModelError(String);
+
+impl std::fmt::Display for ModelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<ModelError> for String {
+    fn from(e: ModelError) -> String {
+        e.0
+    }
+}
+
 // ---- input (§4) -----------------------------------------------------------
 
-pub(crate) fn invalid_input(reason: &str) -> String {
-    format!("Error: Invalid input: {reason}")
+pub(crate) fn invalid_input(reason: &str) -> ModelError {
+    ModelError(format!("Error: Invalid input: {reason}"))
 }
 
-pub(crate) fn unknown_command(command: &str) -> String {
-    format!(
+pub(crate) fn unknown_command(command: &str) -> ModelError {
+    ModelError(format!(
         "Error: Unknown command `{command}`. Expected one of: view, create, str_replace, insert, delete, rename"
-    )
+    ))
 }
 
-pub(crate) fn missing_command() -> String {
-    "Error: Missing required parameter `command`".to_owned()
+pub(crate) fn missing_command() -> ModelError {
+    ModelError("Error: Missing required parameter `command`".to_owned())
 }
 
-pub(crate) fn missing_field(field: &str, command: &str) -> String {
-    format!("Error: Missing required parameter `{field}` for command `{command}`")
+pub(crate) fn missing_field(field: &str, command: &str) -> ModelError {
+    ModelError(format!(
+        "Error: Missing required parameter `{field}` for command `{command}`"
+    ))
 }
 
-pub(crate) fn wrong_type(field: &str, expected: &str) -> String {
-    format!("Error: Parameter `{field}` must be {expected}")
+pub(crate) fn wrong_type(field: &str, expected: &str) -> ModelError {
+    ModelError(format!("Error: Parameter `{field}` must be {expected}"))
 }
 
 // ---- paths (§2) -----------------------------------------------------------
 
-pub(crate) fn invalid_path(path: &str, error: &PathError) -> String {
-    format!(
+pub(crate) fn invalid_path(path: &str, error: &PathError) -> ModelError {
+    ModelError(format!(
         "Error: The path {path} is not a valid memory path: {}",
         path_reason(error)
-    )
+    ))
 }
 
 /// `PathError`'s text lives here, not in the leaf module `path.rs`, which
@@ -69,8 +89,10 @@ pub(crate) fn path_reason(error: &PathError) -> String {
     }
 }
 
-pub(crate) fn symlink(path: &str) -> String {
-    format!("Error: Refusing to follow a symbolic link for {path}")
+pub(crate) fn symlink(path: &str) -> ModelError {
+    ModelError(format!(
+        "Error: Refusing to follow a symbolic link for {path}"
+    ))
 }
 
 // ---- view -----------------------------------------------------------------
@@ -166,36 +188,46 @@ pub(crate) fn file_truncated(first: usize, last: usize, n_lines: usize) -> Strin
     )
 }
 
-pub(crate) fn view_range_not_integers(shown: &str) -> String {
-    format!("Error: Invalid `view_range` parameter: {shown}. It should be a list of two integers.")
+pub(crate) fn view_range_not_integers(shown: &str) -> ModelError {
+    ModelError(format!(
+        "Error: Invalid `view_range` parameter: {shown}. It should be a list of two integers."
+    ))
 }
 
-pub(crate) fn view_range_start(start: i64, end: i64, n_lines: usize) -> String {
-    format!(
+pub(crate) fn view_range_start(start: i64, end: i64, n_lines: usize) -> ModelError {
+    ModelError(format!(
         "Error: Invalid `view_range` parameter: [{start}, {end}]. Its first element `{start}` should be within the range of lines of the file: [1, {n_lines}]"
-    )
+    ))
 }
 
-pub(crate) fn view_range_end(start: i64, end: i64) -> String {
-    format!(
+pub(crate) fn view_range_end(start: i64, end: i64) -> ModelError {
+    ModelError(format!(
         "Error: Invalid `view_range` parameter: [{start}, {end}]. Its second element `{end}` should be larger or equal than its first `{start}`."
-    )
+    ))
 }
 
-pub(crate) fn too_many_lines(path: &str) -> String {
-    format!("File {path} exceeds maximum line limit of 999,999 lines.")
+pub(crate) fn too_many_lines(path: &str) -> ModelError {
+    ModelError(format!(
+        "File {path} exceeds maximum line limit of 999,999 lines."
+    ))
 }
 
-pub(crate) fn image_too_large(path: &str, size: u64, limit: u64) -> String {
-    format!("Error: Image {path} is {size} bytes, over the limit of {limit} bytes")
+pub(crate) fn image_too_large(path: &str, size: u64, limit: u64) -> ModelError {
+    ModelError(format!(
+        "Error: Image {path} is {size} bytes, over the limit of {limit} bytes"
+    ))
 }
 
-pub(crate) fn not_utf8(path: &str) -> String {
-    format!("Error: The file {path} is not a valid UTF-8 text file.")
+pub(crate) fn not_utf8(path: &str) -> ModelError {
+    ModelError(format!(
+        "Error: The file {path} is not a valid UTF-8 text file."
+    ))
 }
 
-pub(crate) fn view_missing(path: &str) -> String {
-    format!("The path {path} does not exist. Please provide a valid path.")
+pub(crate) fn view_missing(path: &str) -> ModelError {
+    ModelError(format!(
+        "The path {path} does not exist. Please provide a valid path."
+    ))
 }
 
 // ---- create ---------------------------------------------------------------
@@ -204,16 +236,20 @@ pub(crate) fn created(path: &str) -> String {
     format!("File created successfully at: {path}")
 }
 
-pub(crate) fn already_exists(path: &str) -> String {
-    format!("Error: File {path} already exists")
+pub(crate) fn already_exists(path: &str) -> ModelError {
+    ModelError(format!("Error: File {path} already exists"))
 }
 
-pub(crate) fn ends_in_slash(path: &str) -> String {
-    format!("Error: The path {path} ends in /, which cannot name a file")
+pub(crate) fn ends_in_slash(path: &str) -> ModelError {
+    ModelError(format!(
+        "Error: The path {path} ends in /, which cannot name a file"
+    ))
 }
 
-pub(crate) fn parent_is_file(path: &str, parent: &str) -> String {
-    format!("Error: Cannot create {path}: {parent} is a file, not a directory")
+pub(crate) fn parent_is_file(path: &str, parent: &str) -> ModelError {
+    ModelError(format!(
+        "Error: Cannot create {path}: {parent} is a file, not a directory"
+    ))
 }
 
 // ---- str_replace ----------------------------------------------------------
@@ -222,15 +258,17 @@ pub(crate) fn edited_header() -> &'static str {
     "The memory file has been edited. Here is the snippet showing the change (with line numbers):"
 }
 
-pub(crate) fn edit_missing(path: &str) -> String {
-    format!("Error: The path {path} does not exist. Please provide a valid path.")
+pub(crate) fn edit_missing(path: &str) -> ModelError {
+    ModelError(format!(
+        "Error: The path {path} does not exist. Please provide a valid path."
+    ))
 }
 
-pub(crate) fn no_match(old_str: &str, path: &str) -> String {
-    format!(
+pub(crate) fn no_match(old_str: &str, path: &str) -> ModelError {
+    ModelError(format!(
         "No replacement was performed, old_str `{}` did not appear verbatim in {path}.",
         echo(old_str)
-    )
+    ))
 }
 
 /// SPEC §3 lists at most this many line numbers of a repeated `old_str`.
@@ -238,7 +276,7 @@ pub(crate) const MATCH_LINES_SHOWN: usize = 100;
 
 /// `lines` holds at most [`MATCH_LINES_SHOWN`] numbers; `total` is how many
 /// lines matched in all (SPEC §3: the rest are counted, not listed).
-pub(crate) fn multiple_matches(old_str: &str, lines: &[usize], total: usize) -> String {
+pub(crate) fn multiple_matches(old_str: &str, lines: &[usize], total: usize) -> ModelError {
     let shown = &lines[..lines.len().min(MATCH_LINES_SHOWN)];
     let list: Vec<String> = shown.iter().map(usize::to_string).collect();
     let more = total.saturating_sub(shown.len());
@@ -246,14 +284,14 @@ pub(crate) fn multiple_matches(old_str: &str, lines: &[usize], total: usize) -> 
     if more > 0 {
         joined.push_str(&format!(", … ({more} more)"));
     }
-    format!(
+    ModelError(format!(
         "No replacement was performed. Multiple occurrences of old_str `{}` in lines: {joined}. Please ensure it is unique",
         echo(old_str),
-    )
+    ))
 }
 
-pub(crate) fn empty_old_str() -> String {
-    "Error: old_str must not be empty.".to_owned()
+pub(crate) fn empty_old_str() -> ModelError {
+    ModelError("Error: old_str must not be empty.".to_owned())
 }
 
 /// `old_str` as echoed: at most 200 characters, then `…`.
@@ -270,14 +308,14 @@ pub(crate) fn inserted(path: &str) -> String {
     format!("The file {path} has been edited.")
 }
 
-pub(crate) fn missing(path: &str) -> String {
-    format!("Error: The path {path} does not exist")
+pub(crate) fn missing(path: &str) -> ModelError {
+    ModelError(format!("Error: The path {path} does not exist"))
 }
 
-pub(crate) fn insert_line_out_of_range(insert_line: i64, n_lines: usize) -> String {
-    format!(
+pub(crate) fn insert_line_out_of_range(insert_line: i64, n_lines: usize) -> ModelError {
+    ModelError(format!(
         "Error: Invalid `insert_line` parameter: {insert_line}. It should be within the range of lines of the file: [0, {n_lines}]"
-    )
+    ))
 }
 
 // ---- delete ---------------------------------------------------------------
@@ -286,8 +324,8 @@ pub(crate) fn deleted(path: &str) -> String {
     format!("Successfully deleted {path}")
 }
 
-pub(crate) fn delete_root() -> String {
-    "Error: Cannot delete the /memories directory itself".to_owned()
+pub(crate) fn delete_root() -> ModelError {
+    ModelError("Error: Cannot delete the /memories directory itself".to_owned())
 }
 
 // ---- rename ---------------------------------------------------------------
@@ -296,34 +334,36 @@ pub(crate) fn renamed(old_path: &str, new_path: &str) -> String {
     format!("Successfully renamed {old_path} to {new_path}")
 }
 
-pub(crate) fn destination_exists(new_path: &str) -> String {
-    format!("Error: The destination {new_path} already exists")
+pub(crate) fn destination_exists(new_path: &str) -> ModelError {
+    ModelError(format!("Error: The destination {new_path} already exists"))
 }
 
-pub(crate) fn rename_root() -> String {
-    "Error: Cannot rename the /memories directory itself".to_owned()
+pub(crate) fn rename_root() -> ModelError {
+    ModelError("Error: Cannot rename the /memories directory itself".to_owned())
 }
 
-pub(crate) fn move_into_itself(old_path: &str) -> String {
-    format!("Error: Cannot move {old_path} into itself")
+pub(crate) fn move_into_itself(old_path: &str) -> ModelError {
+    ModelError(format!("Error: Cannot move {old_path} into itself"))
 }
 
-pub(crate) fn rename_parent_is_file(old_path: &str, new_path: &str, parent: &str) -> String {
-    format!("Error: Cannot move {old_path} to {new_path}: {parent} is a file, not a directory")
+pub(crate) fn rename_parent_is_file(old_path: &str, new_path: &str, parent: &str) -> ModelError {
+    ModelError(format!(
+        "Error: Cannot move {old_path} to {new_path}: {parent} is a file, not a directory"
+    ))
 }
 
 // ---- content policy -------------------------------------------------------
 
-pub(crate) fn rename_too_deep(old_path: &str, new_path: &str, limit: usize) -> String {
-    format!(
+pub(crate) fn rename_too_deep(old_path: &str, new_path: &str, limit: usize) -> ModelError {
+    ModelError(format!(
         "Error: Cannot move {old_path} to {new_path}: the path of an entry below it would be longer than {limit} bytes"
-    )
+    ))
 }
 
-pub(crate) fn create_too_deep(path: &str, segments: usize, limit: usize) -> String {
-    format!(
+pub(crate) fn create_too_deep(path: &str, segments: usize, limit: usize) -> ModelError {
+    ModelError(format!(
         "Error: Cannot create {path}: it would be {segments} levels deep below /memories, over the limit of {limit}"
-    )
+    ))
 }
 
 pub(crate) fn rename_too_many_segments(
@@ -331,73 +371,81 @@ pub(crate) fn rename_too_many_segments(
     new_path: &str,
     segments: usize,
     limit: usize,
-) -> String {
-    format!(
+) -> ModelError {
+    ModelError(format!(
         "Error: Cannot move {old_path} to {new_path}: an entry would be {segments} levels deep below /memories, over the limit of {limit}"
-    )
+    ))
 }
 
-pub(crate) fn too_many_files(path: &str, limit: u64) -> String {
-    format!(
+pub(crate) fn too_many_files(path: &str, limit: u64) -> ModelError {
+    ModelError(format!(
         "Error: Cannot create {path}: the memory store is at its limit of {limit} files. Delete or merge memories first"
-    )
+    ))
 }
 
-pub(crate) fn policy_refused(path: &str, reason: &str) -> String {
-    format!("Error: Nothing was written to {path}: {reason}")
+pub(crate) fn policy_refused(path: &str, reason: &str) -> ModelError {
+    ModelError(format!("Error: Nothing was written to {path}: {reason}"))
 }
 
 /// A `rename` whose destination name the content policy refuses.
-pub(crate) fn rename_refused(old_path: &str, new_path: &str, reason: &str) -> String {
-    format!("Error: Cannot move {old_path} to {new_path}: {reason}")
+pub(crate) fn rename_refused(old_path: &str, new_path: &str, reason: &str) -> ModelError {
+    ModelError(format!(
+        "Error: Cannot move {old_path} to {new_path}: {reason}"
+    ))
 }
 
 // ---- limits (§5) ----------------------------------------------------------
 
-pub(crate) fn file_too_large(path: &str, size: u64, limit: u64) -> String {
-    format!("Error: File {path} would be {size} bytes, over the limit of {limit} bytes")
+pub(crate) fn file_too_large(path: &str, size: u64, limit: u64) -> ModelError {
+    ModelError(format!(
+        "Error: File {path} would be {size} bytes, over the limit of {limit} bytes"
+    ))
 }
 
-pub(crate) fn store_too_large(total: u64, limit: u64) -> String {
-    format!("Error: The memory store would hold {total} bytes, over the limit of {limit} bytes")
+pub(crate) fn store_too_large(total: u64, limit: u64) -> ModelError {
+    ModelError(format!(
+        "Error: The memory store would hold {total} bytes, over the limit of {limit} bytes"
+    ))
 }
 
 /// An existing file over the size limit (placed by someone else) is not
 /// read into memory for an edit.
-pub(crate) fn too_large_to_edit(path: &str, size: u64, limit: u64) -> String {
-    format!(
+pub(crate) fn too_large_to_edit(path: &str, size: u64, limit: u64) -> ModelError {
+    ModelError(format!(
         "Error: File {path} is {size} bytes, over the limit of {limit} bytes, so it cannot be edited"
-    )
+    ))
 }
 
 // ---- storage failures (§4) ------------------------------------------------
 
-pub(crate) fn hard_link(path: &str) -> String {
-    format!(
+pub(crate) fn hard_link(path: &str) -> ModelError {
+    ModelError(format!(
         "Error: Refusing to use {path}: it has more than one hard link, so its content may come from outside /memories"
-    )
+    ))
 }
 
 /// A call to a tool the program does not run (an unregistered tool in the
 /// runner, any other tool in `MemoryTool::reply`). The name is the model's:
 /// cut to 64 characters, control characters dropped.
-pub(crate) fn tool_unavailable(name: &str) -> String {
+pub(crate) fn tool_unavailable(name: &str) -> ModelError {
     let shown: String = name.chars().filter(|c| !c.is_control()).take(64).collect();
-    format!(
+    ModelError(format!(
         "Error: The tool {shown:?} is not available here. Do not call it again; go on without it."
-    )
+    ))
 }
 
 #[cfg(feature = "tokio")]
-pub(crate) fn internal_failure() -> String {
-    "Error: The memory tool failed internally; nothing is known to have changed. Try again"
-        .to_owned()
+pub(crate) fn internal_failure() -> ModelError {
+    ModelError(
+        "Error: The memory tool failed internally; nothing is known to have changed. Try again"
+            .to_owned(),
+    )
 }
 
-pub(crate) fn edit_conflict(path: &str) -> String {
-    format!(
+pub(crate) fn edit_conflict(path: &str) -> ModelError {
+    ModelError(format!(
         "Error: The file {path} kept changing while it was being edited; nothing was written. Try the edit again"
-    )
+    ))
 }
 
 /// After a directory view's row for a subdirectory that could not be
@@ -406,43 +454,50 @@ pub(crate) const UNLISTED: &str = " (Error: could not be listed)";
 
 /// A storage failure the command has no more specific text for:
 /// `Error: {what failed} for {path}`, the virtual path only.
-pub(crate) fn storage_failure(error: &StoreError, path: &str) -> String {
+pub(crate) fn storage_failure(error: &StoreError, path: &str) -> ModelError {
     match error {
         StoreError::Symlink { .. } => symlink(path),
         StoreError::HardLink { .. } => hard_link(path),
         StoreError::Conflict { .. } => edit_conflict(path),
-        StoreError::Io { op, source, .. } => {
-            format!("Error: Could not {op} ({}) for {path}", io_cause(source))
-        }
+        StoreError::Io { op, source, .. } => ModelError(format!(
+            "Error: Could not {op} ({}) for {path}",
+            io_cause(source)
+        )),
         StoreError::NotFound { .. } => missing(path),
         StoreError::AlreadyExists { .. } => already_exists(path),
         StoreError::StoreFull { total, limit, .. } => store_too_large(*total, *limit),
-        StoreError::UnsupportedName { reason, .. } => {
-            format!("Error: The path {path} is not a valid memory path: {reason}")
-        }
+        StoreError::UnsupportedName { reason, .. } => ModelError(format!(
+            "Error: The path {path} is not a valid memory path: {reason}"
+        )),
         StoreError::Unreachable { cause, .. } => unreachable_store(*cause, path),
         StoreError::OutcomeUnknown { cause, .. } => outcome_unknown(*cause, path),
         StoreError::Integrity { .. } => integrity_failed(path),
-        StoreError::Invalid { reason, .. } => {
-            format!("Error: The storage operation failed ({reason}) for {path}")
-        }
-        _ => format!("Error: The storage operation failed for {path}"),
+        StoreError::Invalid { reason, .. } => ModelError(format!(
+            "Error: The storage operation failed ({reason}) for {path}"
+        )),
+        _ => ModelError(format!("Error: The storage operation failed for {path}")),
     }
 }
 
 /// SPEC §4: a store that cannot be reached.
-pub(crate) fn unreachable_store(cause: RemoteCause, path: &str) -> String {
-    format!("Error: Could not reach the memory store ({cause}) for {path}")
+pub(crate) fn unreachable_store(cause: RemoteCause, path: &str) -> ModelError {
+    ModelError(format!(
+        "Error: Could not reach the memory store ({cause}) for {path}"
+    ))
 }
 
 /// SPEC §4: a write whose outcome is unknown.
-pub(crate) fn outcome_unknown(cause: RemoteCause, path: &str) -> String {
-    format!("Error: Could not confirm the write ({cause}) for {path}; view it before trying again")
+pub(crate) fn outcome_unknown(cause: RemoteCause, path: &str) -> ModelError {
+    ModelError(format!(
+        "Error: Could not confirm the write ({cause}) for {path}; view it before trying again"
+    ))
 }
 
 /// SPEC §4: stored bytes that failed an integrity check.
-pub(crate) fn integrity_failed(path: &str) -> String {
-    format!("Error: Could not read {path}: its stored content failed the integrity check")
+pub(crate) fn integrity_failed(path: &str) -> ModelError {
+    ModelError(format!(
+        "Error: Could not read {path}: its stored content failed the integrity check"
+    ))
 }
 
 fn io_cause(e: &io::Error) -> &'static str {
@@ -537,15 +592,15 @@ mod tests {
         use std::time::Duration;
         let after = Duration::from_secs(30);
         assert_eq!(
-            unreachable_store(RemoteCause::TimedOut { after }, "/memories/a.md"),
+            unreachable_store(RemoteCause::TimedOut { after }, "/memories/a.md").to_string(),
             "Error: Could not reach the memory store (timed out after 30 s) for /memories/a.md"
         );
         assert_eq!(
-            outcome_unknown(RemoteCause::ConnectionLost, "/memories/a.md"),
+            outcome_unknown(RemoteCause::ConnectionLost, "/memories/a.md").to_string(),
             "Error: Could not confirm the write (connection lost) for /memories/a.md; view it before trying again"
         );
         assert_eq!(
-            integrity_failed("/memories/a.md"),
+            integrity_failed("/memories/a.md").to_string(),
             "Error: Could not read /memories/a.md: its stored content failed the integrity check"
         );
     }

@@ -5,6 +5,8 @@ use serde_json::{Value, json};
 
 use crate::base64;
 
+use crate::render::ModelError;
+
 /// An image format `view` can return as an image block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImageFormat {
@@ -92,10 +94,11 @@ impl ToolResult {
         }
     }
 
-    pub(crate) fn error(text: String) -> Self {
+    /// A failed call's result: its text comes from `render.rs` only.
+    pub(crate) fn error(text: ModelError) -> Self {
         ToolResult {
             tool_use_id: None,
-            content: vec![Content::Text(text)],
+            content: vec![Content::Text(text.into())],
             is_error: true,
         }
     }

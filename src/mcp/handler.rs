@@ -287,7 +287,9 @@ impl ServerHandler for MemoryServer {
     ) -> Result<rmcp::model::CustomResult, ErrorData> {
         if request.method == "tools/call" {
             return Err(ErrorData::invalid_params(
-                crate::render::invalid_input("`arguments` must be a JSON object"),
+                String::from(crate::render::invalid_input(
+                    "`arguments` must be a JSON object",
+                )),
                 None,
             ));
         }

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use super::MemoryTool;
 use crate::path::MemoryPath;
 use crate::policy::Decision;
-use crate::render;
+use crate::render::{self, ModelError};
 use crate::store::walk::walk_skipping_unlistable;
 use crate::store::{EntryKind, Flow, MemoryStore, Order, Step, StoreError, walk};
 
@@ -20,7 +20,7 @@ impl<S: MemoryStore> MemoryTool<S> {
         &self,
         path: &MemoryPath,
         text: Cow<'t, str>,
-    ) -> Result<Cow<'t, str>, String> {
+    ) -> Result<Cow<'t, str>, ModelError> {
         let Some(policy) = &self.policy else {
             return Ok(text);
         };
@@ -36,15 +36,15 @@ impl<S: MemoryStore> MemoryTool<S> {
     pub(super) fn check_name(
         &self,
         path: &MemoryPath,
-        refusal: impl FnOnce(&str) -> String,
-    ) -> Result<(), String> {
+        refusal: impl FnOnce(&str) -> ModelError,
+    ) -> Result<(), ModelError> {
         match self.policy.as_ref().and_then(|p| p.check_path(path)) {
             Some(reason) => Err(refusal(&reason)),
             None => Ok(()),
         }
     }
 
-    pub(super) fn check_file_size(&self, raw: &str, size: u64) -> Result<(), String> {
+    pub(super) fn check_file_size(&self, raw: &str, size: u64) -> Result<(), ModelError> {
         let limit = self.config.max_file_size;
         if size > limit {
             return Err(render::file_too_large(raw, size, limit));
@@ -57,8 +57,8 @@ impl<S: MemoryStore> MemoryTool<S> {
     pub(super) fn check_segments(
         &self,
         segments: usize,
-        refusal: impl FnOnce(usize, usize) -> String,
-    ) -> Result<(), String> {
+        refusal: impl FnOnce(usize, usize) -> ModelError,
+    ) -> Result<(), ModelError> {
         match self.config.max_path_segments {
             Some(limit) if segments > limit => Err(refusal(segments, limit)),
             _ => Ok(()),
@@ -68,7 +68,7 @@ impl<S: MemoryStore> MemoryTool<S> {
     /// Under [`max_files`](crate::Config::max_files): refuses a create of a
     /// new file when the store already holds that many. (Counted before
     /// the write, not atomically with it.)
-    pub(super) fn check_file_count(&self, path: &MemoryPath, raw: &str) -> Result<(), String> {
+    pub(super) fn check_file_count(&self, path: &MemoryPath, raw: &str) -> Result<(), ModelError> {
         let Some(limit) = self.config.max_files else {
             return Ok(());
         };
@@ -110,7 +110,7 @@ impl<S: MemoryStore> MemoryTool<S> {
     /// The deepest entry below `from` (a directory), in segments below
     /// `from`: 0 for an empty directory, a file or a symbolic link (which
     /// a rename moves itself).
-    pub(super) fn depth_below(&self, from: &MemoryPath, raw: &str) -> Result<usize, String> {
+    pub(super) fn depth_below(&self, from: &MemoryPath, raw: &str) -> Result<usize, ModelError> {
         let is_dir = match self.store.stat(from) {
             Ok(m) => m.is_some_and(|m| m.kind == EntryKind::Directory),
             Err(StoreError::Symlink { .. }) => false,

@@ -5,7 +5,7 @@
 use super::{MemoryTool, Outcome, parse};
 use crate::lines;
 use crate::path::MemoryPath;
-use crate::render;
+use crate::render::{self, ModelError};
 use crate::result::Content;
 use crate::store::{Abort, Context, MemoryStore, Quota, StoreError, UpdateOptions, Updated};
 
@@ -97,9 +97,9 @@ impl<S: MemoryStore> MemoryTool<S> {
         &self,
         path: &MemoryPath,
         context: Context<'_>,
-        missing: fn(&str) -> String,
-        change: impl Fn(&str) -> Result<(String, T), String>,
-    ) -> Result<(String, T), String> {
+        missing: fn(&str) -> ModelError,
+        change: impl Fn(&str) -> Result<(String, T), ModelError>,
+    ) -> Result<(String, T), ModelError> {
         let raw = path.as_str();
         let limit = self.config.max_file_size;
         // The store calls this once, or again on fresh content after a
@@ -113,7 +113,7 @@ impl<S: MemoryStore> MemoryTool<S> {
                 let edited = self.apply_policy(path, edited.into())?.into_owned();
                 let size = edited.len() as u64;
                 self.check_file_size(raw, size)?;
-                Ok::<_, String>((edited, more))
+                Ok::<_, ModelError>((edited, more))
             })();
             match attempt {
                 Ok((edited, more)) => {

@@ -14,7 +14,7 @@ use crate::command::{COMMANDS, Command};
 use crate::config::Config;
 use crate::path::MemoryPath;
 use crate::policy::ContentPolicy;
-use crate::render;
+use crate::render::{self, ModelError};
 use crate::result::{Content, ToolResult};
 use crate::store::{Context, MemoryStore};
 
@@ -73,7 +73,7 @@ impl<S: std::fmt::Debug> std::fmt::Debug for MemoryTool<S> {
 
 /// A command's outcome before it becomes a [`ToolResult`]; the error is the
 /// rendered model-facing text.
-type Outcome = Result<Content, String>;
+type Outcome = Result<Content, ModelError>;
 
 impl<S: MemoryStore> MemoryTool<S> {
     /// A handler with the default [`Config`].
@@ -249,6 +249,6 @@ impl<S: MemoryStore> MemoryTool<S> {
 }
 
 /// Validates a path from the model; the error is the model-facing text.
-fn parse(raw: &str) -> Result<MemoryPath, String> {
+fn parse(raw: &str) -> Result<MemoryPath, ModelError> {
     MemoryPath::parse(raw).map_err(|e| render::invalid_path(raw, &e))
 }

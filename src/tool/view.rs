@@ -7,7 +7,7 @@ use super::{MemoryTool, Outcome, parse};
 use crate::lines;
 use crate::numbered::Numberer;
 use crate::path::MemoryPath;
-use crate::render;
+use crate::render::{self, ModelError};
 use crate::result::{Content, ImageFormat};
 use crate::store::walk::walk_noting_unlistable;
 use crate::store::{FileReader, Flow, MemoryStore, Op, Order, Step, StoreError};
@@ -63,7 +63,7 @@ impl<S: MemoryStore> MemoryTool<S> {
         }
     }
 
-    fn view_directory(&self, dir: &MemoryPath) -> Result<String, String> {
+    fn view_directory(&self, dir: &MemoryPath) -> Result<String, ModelError> {
         let base = dir.normalized();
         let mut listing = Listing {
             rows: vec![(0, base.clone(), false)],

@@ -211,7 +211,7 @@ mod tests {
             source: "Server returned non-2xx status code: 500 for https://secret-bucket.example/key?X-Amz-Credential=AKIA".into(),
         };
         let mapped = map(e, &p, Sent::Read, Duration::from_secs(30));
-        let shown = crate::render::storage_failure(&mapped, "/memories/a.md");
+        let shown = crate::render::storage_failure(&mapped, "/memories/a.md").to_string();
         assert_eq!(
             shown,
             "Error: Could not reach the memory store (service unavailable) for /memories/a.md"
