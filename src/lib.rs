@@ -147,6 +147,7 @@ pub mod store;
 pub mod sync;
 pub mod tenant;
 mod tool;
+pub mod url;
 
 pub use api::{ToolResultBlock, ToolUseBlock, tool_definition, tool_definition_with_cache_control};
 #[cfg(feature = "tokio")]
@@ -177,6 +178,7 @@ pub use store::{PostgresBuilder, PostgresError, PostgresStore};
 pub use store::{SqliteError, SqliteStore};
 pub use tenant::TenantId;
 pub use tool::MemoryTool;
+pub use url::StoreUrl;
 
 /// The README's Rust blocks, compiled (and, unless marked `no_run`, run) as
 /// doc tests by the test suite, with every feature on: a snippet that stops

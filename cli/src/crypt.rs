@@ -7,12 +7,9 @@ use std::path::{Path, PathBuf};
 
 use claude_memory::MemoryStore;
 use claude_memory::TenantId;
-use claude_memory::history::HistoryLog;
-use claude_memory::history::LogSealer;
-use claude_memory::store::crypt::{CryptError, EncryptedStore, Key, Keyring, Passphrase};
+use claude_memory::store::crypt::{EncryptedStore, Key, Keyring, Passphrase};
 
 use crate::output::{Failure, Outcome, count, err, failed};
-use crate::store::Access;
 
 /// The keys the command line gives, if any: with `--tenant`, each
 /// tenant's own, derived from them (HKDF with the tenant id), so one
@@ -41,48 +38,6 @@ pub fn ring(
         Some(tenant) => ring.map(|r| r.for_tenant(tenant)),
         None => ring,
     })
-}
-
-/// The store, encrypted when keys are given, and how to seal its history
-/// log. An encrypted store opened without a key is refused; a reading
-/// command (`access` Read) never makes a key record, so a mistyped store
-/// or tenant is said to be one instead of read as empty.
-pub fn wrap(
-    store: Box<dyn MemoryStore>,
-    ring: Option<&Keyring>,
-    access: Access,
-    tenant: Option<&TenantId>,
-) -> Result<(Box<dyn MemoryStore>, Option<LogSealer>), Failure> {
-    let Some(ring) = ring else {
-        if claude_memory::store::crypt::is_encrypted(&store).map_err(failed)? {
-            return Err(Failure::Failed(
-                "this store is encrypted: give its key with --key-file FILE or --passphrase-file FILE".into(),
-            ));
-        }
-        return Ok((store, None));
-    };
-    let opened = if access == Access::Read {
-        EncryptedStore::open_existing(store, ring.clone())
-    } else {
-        EncryptedStore::open(store, ring.clone())
-    };
-    let encrypted = opened.map_err(|e| match (e, tenant) {
-        (CryptError::Uninitialised, Some(tenant)) => Failure::Failed(format!(
-            "tenant {} has no encrypted memories here yet (no key record): nothing to read (is --tenant right?)",
-            tenant.as_str()
-        )),
-        (e, _) => failed(e),
-    })?;
-    let sealer = LogSealer::new(&encrypted);
-    Ok((Box::new(encrypted), Some(sealer)))
-}
-
-/// The history log, sealed when the store is encrypted.
-pub fn seal_log(log: Box<dyn HistoryLog>, sealer: Option<&LogSealer>) -> Box<dyn HistoryLog> {
-    match sealer {
-        Some(s) => Box::new(s.wrap(log)),
-        None => log,
-    }
 }
 
 /// `keygen --output FILE`.

@@ -36,7 +36,7 @@ type Tool = MemoryTool<Box<dyn MemoryStore>>;
 
 use crate::args::{Cli, Command};
 use crate::output::{Failure, Outcome, failed};
-use claude_memory::store::{HistoryLogs, StoreUrl};
+use claude_memory::url::{HistoryLogs, StoreUrl};
 
 use crate::store::{Access, Stack};
 

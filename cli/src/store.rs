@@ -7,8 +7,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use claude_memory::history::HistoryStore;
-use claude_memory::store::crypt::Keyring;
-use claude_memory::store::{HistoryLogs, OpenError, OpenOptions, Opened, StoreUrl};
+use claude_memory::store::crypt::{CryptError, Keyring};
+use claude_memory::url::{HistoryLogs, OpenError, OpenOptions, Opened, StoreUrl};
 use claude_memory::{MemoryStore, TenantId};
 
 use crate::output::{Failure, failed, with_causes};
@@ -88,7 +88,7 @@ impl Stack<'_> {
     /// The store as its backend holds it: no keys, no history (rekey, a
     /// sealed export).
     pub fn base(&self, access: Access) -> Result<Box<dyn MemoryStore>, Failure> {
-        Ok(self.opened(access, HistoryLogs::Never)?.store)
+        Ok(self.opened(access, HistoryLogs::Never, true)?.store)
     }
 
     /// The store, sealed with the keys, in its history as `history` asks
@@ -102,25 +102,22 @@ impl Stack<'_> {
             Access::Read => HistoryLogs::Never,
             _ => history,
         };
-        let opened = self.opened(access, history)?;
-        let (store, sealer) = crate::crypt::wrap(opened.store, self.ring, access, self.tenant)?;
-        let Some(log) = opened.log else {
-            return Ok(store);
-        };
-        let log = crate::crypt::seal_log(log, sealer.as_ref());
-        Ok(Box::new(self.in_history(store, log, access)?))
+        let opened = self.opened(access, history, false)?;
+        match opened.log {
+            None => Ok(opened.store),
+            Some(log) => Ok(Box::new(self.in_history(opened.store, log, access)?)),
+        }
     }
 
     /// The store in its history, which must exist (the history commands
     /// never start one: on a store without one, a restore would take
     /// every file for new).
     pub fn history(&self, access: Access) -> Result<History, Failure> {
-        let opened = self.opened(access, HistoryLogs::Required)?;
-        let (store, sealer) = crate::crypt::wrap(opened.store, self.ring, access, self.tenant)?;
+        let opened = self.opened(access, HistoryLogs::Required, false)?;
         let log = opened
             .log
-            .ok_or_else(|| opening_failure(self.url, access, OpenError::NoHistory))?;
-        self.in_history(store, crate::crypt::seal_log(log, sealer.as_ref()), access)
+            .ok_or_else(|| self.failure(access, OpenError::NoHistory))?;
+        self.in_history(opened.store, log, access)
     }
 
     /// The versions the history commands read: a managed store's own
@@ -133,8 +130,7 @@ impl Stack<'_> {
             #[cfg(feature = "managed")]
             StoreUrl::Managed(id) => {
                 let store = claude_memory::ManagedStore::open(id).map_err(|e| {
-                    opening_failure(
-                        self.url,
+                    self.failure(
                         access,
                         OpenError::Open {
                             shown: self.url.shown(),
@@ -145,8 +141,7 @@ impl Stack<'_> {
                 Ok(Box::new(store))
             }
             #[cfg(not(feature = "managed"))]
-            StoreUrl::Managed(_) => Err(opening_failure(
-                self.url,
+            StoreUrl::Managed(_) => Err(self.failure(
                 access,
                 OpenError::NotBuilt {
                     feature: "managed",
@@ -175,7 +170,7 @@ impl Stack<'_> {
         Ok(history)
     }
 
-    fn opened(&self, access: Access, history: HistoryLogs) -> Result<Opened, Failure> {
+    fn opened(&self, access: Access, history: HistoryLogs, raw: bool) -> Result<Opened, Failure> {
         if let StoreUrl::Sqlite(path) = self.url
             && access != Access::Read
             && path.is_file()
@@ -193,23 +188,46 @@ impl Stack<'_> {
             .create(access == Access::Create)
             .read_only(access == Access::Read)
             .tenant(self.tenant.cloned())
-            .history(history);
-        self.url
-            .open(&options)
-            .map_err(|e| opening_failure(self.url, access, e))
+            .history(history)
+            .keys(if raw { None } else { self.ring.cloned() })
+            .raw(raw);
+        self.url.open(&options).map_err(|e| self.failure(access, e))
+    }
+
+    fn failure(&self, access: Access, e: OpenError) -> Failure {
+        opening_failure(self.url, self.tenant, access, e)
     }
 }
 
 /// What the CLI says when a store does not open: the library's reason,
 /// with the hint a command line can give (`sqlite:` for a database named
 /// as a directory, the feature to reinstall with).
-fn opening_failure(url: &StoreUrl, access: Access, e: OpenError) -> Failure {
+fn opening_failure(
+    url: &StoreUrl,
+    tenant: Option<&TenantId>,
+    access: Access,
+    e: OpenError,
+) -> Failure {
     let shown = url.shown();
     match (url, e) {
         (_, OpenError::Url(message)) => Failure::Usage(message),
         (_, OpenError::ManagedHistory) => Failure::Usage(
             "--history does not apply to a managed memory store: the service keeps a version of every change itself (see `history`)".into(),
         ),
+        (_, OpenError::Encrypted(_)) => Failure::Failed(
+            "this store is encrypted: give its key with --key-file FILE or --passphrase-file FILE".into(),
+        ),
+        (_, OpenError::Open { source, .. })
+            if matches!(
+                source.downcast_ref::<CryptError>(),
+                Some(CryptError::Uninitialised)
+            ) && tenant.is_some() =>
+        {
+            Failure::Failed(format!(
+                "tenant {} has no encrypted memories here yet (no key record): nothing to read (is --tenant right?)",
+                tenant.map_or("", TenantId::as_str)
+            ))
+        }
         (_, OpenError::NoHistory) => Failure::Failed(
             "no history for this store: it is kept only once the store is used with --history (serve, import or prune)".into(),
         ),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::output::{Failure, Outcome};
-use claude_memory::store::StoreUrl;
+use claude_memory::url::StoreUrl;
 
 /// `sync`'s own options.
 #[derive(Debug, clap::Args)]

@@ -27,7 +27,6 @@ pub(crate) mod runtime;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) mod sql;
 mod tenant;
-mod url;
 pub mod walk;
 #[cfg(all(test, not(windows)))]
 #[path = "fs/windows/names.rs"]
@@ -58,8 +57,12 @@ pub use sql::{PostgresBuilder, PostgresError, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sql::{SqliteError, SqliteStore};
 pub use tenant::TenantStore;
-pub use url::{HistoryLogs, OpenError, OpenOptions, Opened, StoreUrl};
 pub use walk::{Flow, Order, Step, Tree, walk};
+
+/// The name of an encrypted store's key record at its root (see `crypt`):
+/// known to every build, so one without encryption still sees that a
+/// store is encrypted and refuses it.
+pub(crate) const KEY_RECORD: &str = "_claude-memory-keys";
 
 use crate::path::MemoryPath;
 

@@ -2,7 +2,8 @@
 //! tenant and its history log.
 
 use claude_memory::history::HistoryStore;
-use claude_memory::store::{HistoryLogs, MemoryStoreExt as _, OpenError, OpenOptions, StoreUrl};
+use claude_memory::store::MemoryStoreExt as _;
+use claude_memory::url::{HistoryLogs, OpenError, OpenOptions, StoreUrl};
 use claude_memory::{MemoryPath, MemoryStore, TenantId};
 
 fn p(text: &str) -> MemoryPath {
@@ -102,8 +103,11 @@ fn a_tenants_store_is_its_own_directory_and_keeps_its_own_history() {
         walk_has(&tenant.dir_in(dir.path()), "a.md"),
         "the file is in the tenant's directory"
     );
-    assert!(url.keeps_history(Some(&tenant)));
-    assert!(!url.keeps_history(None), "the base keeps none");
+    assert!(url.keeps_history(Some(&tenant)).expect("asked"));
+    assert!(
+        !url.keeps_history(None).expect("asked"),
+        "the base keeps none"
+    );
     // The history commands open a history that must exist.
     let required = OpenOptions::new().history(HistoryLogs::Required);
     assert!(matches!(url.open(&required), Err(OpenError::NoHistory)));
@@ -197,4 +201,128 @@ fn a_store_opens_and_works_inside_a_tokio_runtime() {
         .expect("join")
     });
     assert_eq!(read, b"t\n");
+}
+
+#[test]
+fn an_encrypted_store_opened_without_its_keys_is_refused() {
+    use claude_memory::store::WriteMode;
+    use claude_memory::{EncryptedStore, FilesystemStore, Key, Keyring};
+    let dir = tempfile::tempdir().expect("dir");
+    let keys = Keyring::new(Key::from_bytes([7; 32]));
+    let sealed = EncryptedStore::open(FilesystemStore::open(dir.path()).expect("fs"), keys.clone())
+        .expect("encrypted");
+    sealed
+        .write(&p("/memories/secret.md"), b"secret\n", WriteMode::Create)
+        .expect("write");
+    drop(sealed);
+    let url = StoreUrl::Dir(dir.path().to_path_buf());
+    for history in [HistoryLogs::Never, HistoryLogs::Start] {
+        let refused = url.open(&OpenOptions::new().history(history));
+        assert!(
+            matches!(refused, Err(OpenError::Encrypted(_))),
+            "{history:?}: {refused:?}"
+        );
+    }
+    assert!(
+        !dir.path()
+            .join(claude_memory::history::HISTORY_DIR)
+            .exists(),
+        "a refused open started no history"
+    );
+    // With its keys: sealed, and its history log sealed with it.
+    let opened = url
+        .open(
+            &OpenOptions::new()
+                .keys(Some(keys))
+                .history(HistoryLogs::Start),
+        )
+        .expect("with keys");
+    let h = HistoryStore::open(opened.store, opened.log.expect("log")).expect("history");
+    let read = h.read(&p("/memories/secret.md"), 1024).expect("read");
+    assert_eq!(read.data, b"secret\n");
+    h.write(&p("/memories/more.md"), b"sealed too\n", WriteMode::Create)
+        .expect("write");
+    drop(h);
+    let journal = std::fs::read(
+        dir.path()
+            .join(claude_memory::history::HISTORY_DIR)
+            .join("journal.jsonl"),
+    )
+    .expect("journal");
+    assert!(
+        !String::from_utf8_lossy(&journal).contains("sealed too"),
+        "the journal holds no plaintext"
+    );
+    // Raw, as a re-key or a sealed backup reads it.
+    let raw = url.open(&OpenOptions::new().raw(true)).expect("raw");
+    assert!(raw.log.is_some(), "the history it keeps is found too");
+    assert!(
+        raw.store.read(&p("/memories/more.md"), 1024).is_err(),
+        "a sealed file is not readable by its name without the keys"
+    );
+}
+
+#[test]
+fn a_mistyped_url_never_becomes_a_directory_nor_shows_its_password() {
+    let dir = tempfile::tempdir().expect("dir");
+    let _cwd = dir.path();
+    for typo in [
+        " postgres://u:secret@x/db",
+        "postgres://u:secret@x/db ",
+        "post_gres://u:secret@x/db",
+        "postgrés://u:secret@x/db",
+        "postgress://u:secret@x/db",
+        "postgress://u@x/db?password=secret",
+        "s3:u:secret@bucket",
+        "managed:sk-ant-api03-secret",
+    ] {
+        let e = StoreUrl::parse(typo).expect_err(typo);
+        assert!(matches!(e, OpenError::Url(_)), "{typo:?}: {e:?}");
+        let text = format!("{e} {e:?}");
+        assert!(
+            !text.contains("secret"),
+            "{typo:?} shows its secret: {text}"
+        );
+    }
+    // A URL that parses keeps its password out of Debug and shown().
+    for url in [
+        "postgres://u:secret@x/db",
+        "postgres://u@x/db?password=secret",
+    ] {
+        let parsed = StoreUrl::parse(url).expect(url);
+        let text = format!("{parsed:?} {}", parsed.shown());
+        assert!(!text.contains("secret"), "{text}");
+    }
+    // The scheme is given to the driver in lower case.
+    assert_eq!(
+        StoreUrl::parse("POSTGRES://u@x/db").expect("upper"),
+        StoreUrl::Postgres("postgres://u@x/db".into())
+    );
+}
+
+#[test]
+fn sqlite_spellings_that_would_lose_or_misplace_data_are_refused() {
+    for text in [
+        "sqlite::memory:",
+        "sqlite:mem.db?mode=ro",
+        "sqlite: ",
+        "sqlite://",
+    ] {
+        assert!(
+            matches!(StoreUrl::parse(text), Err(OpenError::Url(_))),
+            "{text:?}"
+        );
+    }
+    assert_eq!(
+        StoreUrl::parse("sqlite:///abs/mem.db").expect("sqlx's absolute spelling"),
+        StoreUrl::Sqlite("/abs/mem.db".into())
+    );
+}
+
+#[test]
+fn a_database_that_cannot_be_asked_is_an_error_not_a_store_without_history() {
+    // Nothing listens on port 1: the question fails, and says so.
+    let url = StoreUrl::parse("postgres://u@127.0.0.1:1/db").expect("url");
+    assert!(url.keeps_history(None).is_err());
+    assert!(url.open(&OpenOptions::new()).is_err());
 }

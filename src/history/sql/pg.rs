@@ -122,7 +122,12 @@ impl PostgresLog {
     /// refuse a store that has none.
     pub fn exists(url: &str, scope: &str) -> Result<bool, HistoryError> {
         let db = PostgresStore::connect(url, 1).map_err(db_error)?;
-        db.connection(|c| {
+        Self::exists_in(&db, scope)
+    }
+
+    /// [`exists`](Self::exists), on `store`'s own pool.
+    pub fn exists_in(store: &PostgresStore, scope: &str) -> Result<bool, HistoryError> {
+        store.connection(|c| {
             let table = c
                 .fetch_opt(
                     "SELECT CASE WHEN to_regclass('claude_memory_history_ids') IS NULL THEN 0::BIGINT ELSE 1::BIGINT END",

@@ -19,7 +19,7 @@ use crate::path::MemoryPath;
 use crate::store::{EntryKind, MemoryStore, MemoryStoreExt as _, StoreError, Version, WriteMode};
 
 /// The record's name in the wrapped store's root.
-pub(crate) const RECORD_NAME: &str = "_claude-memory-keys";
+pub(crate) const RECORD_NAME: &str = crate::store::KEY_RECORD;
 /// Prefix of every name the wrapper keeps for itself in the wrapped
 /// store's root (the record, move journals): never a base32 name.
 pub(crate) const CONTROL_PREFIX: &str = "_claude-memory-";
