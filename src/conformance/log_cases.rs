@@ -112,13 +112,24 @@ fn filter(rng: &mut Rng, last: u64, start: SystemTime) -> Filter {
 /// appended in batches, with some dropped (a refused change's, and a dead
 /// writer's from the middle), for 300 filters, both orders and several
 /// limits; a checkpoint it keeps comes back as it was saved.
-pub fn history_log_answers_match_the_reference(_store: &dyn MemoryStore, log: OpenLog<'_>) {
+pub fn history_log_answers_match_the_reference(store: &dyn MemoryStore, log: OpenLog<'_>) {
+    answers_match(store, log, 3_000, 300);
+}
+
+/// [`history_log_answers_match_the_reference`] on `count` versions and
+/// `rounds` filters (the dead writer's are dropped after the 700th).
+pub(crate) fn answers_match(
+    _store: &dyn MemoryStore,
+    log: OpenLog<'_>,
+    count: usize,
+    rounds: usize,
+) {
     let log = log();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
     let mut all: Vec<Revision> = Vec::new();
     let mut made = 0;
-    while made < 3_000 {
+    while made < count {
         let n = 1 + rng.below(60) as usize;
         let mut batch = versions(&mut rng, n, start + Duration::from_millis(made as u64));
         log.append(&mut batch).expect("append");
@@ -132,7 +143,12 @@ pub fn history_log_answers_match_the_reference(_store: &dyn MemoryStore, log: Op
         }
     }
     // A dead writer's versions, dropped from the middle.
-    let middle: Vec<u64> = all.iter().skip(700).take(5).map(|v| v.id).collect();
+    let middle: Vec<u64> = all
+        .iter()
+        .skip(700.min(all.len() / 2))
+        .take(5)
+        .map(|v| v.id)
+        .collect();
     log.drop_versions(&middle).expect("drop the middle");
     all.retain(|v| !middle.contains(&v.id));
     assert!(all.windows(2).all(|w| w[0].id < w[1].id), "ids increase");
@@ -145,7 +161,7 @@ pub fn history_log_answers_match_the_reference(_store: &dyn MemoryStore, log: Op
         assert_eq!(log.get(*id).expect("get"), None, "a dropped version");
     }
     assert_eq!(log.get(last + 1000).expect("get"), None);
-    for round in 0..300 {
+    for round in 0..rounds {
         let f = filter(&mut rng, last, start);
         let limit = [1, 7, 100, usize::MAX][rng.below(4) as usize];
         for order in [Order::Oldest, Order::Newest] {
