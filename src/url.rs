@@ -378,6 +378,13 @@ impl StoreUrl {
         {
             return Err(OpenError::ManagedHistory);
         }
+        // A missing store is said before a missing history.
+        if let StoreUrl::Dir(path) | StoreUrl::Sqlite(path) = self
+            && !options.create
+            && !path.exists()
+        {
+            return Err(OpenError::NotFound(path.display().to_string()));
+        }
         let shown = self.shown();
         let failed = |source: Box<dyn Error + Send + Sync>| OpenError::Open {
             shown: shown.clone(),

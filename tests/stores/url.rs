@@ -326,3 +326,18 @@ fn a_database_that_cannot_be_asked_is_an_error_not_a_store_without_history() {
     assert!(url.keeps_history(None).is_err());
     assert!(url.open(&OpenOptions::new()).is_err());
 }
+
+#[test]
+fn a_mistyped_store_is_said_missing_before_its_history() {
+    let dir = tempfile::tempdir().expect("dir");
+    for url in [
+        StoreUrl::Dir(dir.path().join("reall")),
+        StoreUrl::Sqlite(dir.path().join("mem.db")),
+    ] {
+        let got = url.open(&OpenOptions::new().history(HistoryLogs::Required));
+        assert!(
+            matches!(got, Err(OpenError::NotFound(_))),
+            "{url:?}: {got:?}"
+        );
+    }
+}
