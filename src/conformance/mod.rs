@@ -211,8 +211,39 @@ pub fn run_history_case(
 
 /// Generates one `#[test]` per history case, in the current module. The
 /// argument is a closure `|run| …` that calls `run(&store, &open_log)`.
+///
+/// `history_conformance_tests!(one_request_per_version, |run| …)` is for a
+/// log whose every query reads its versions one by one (`CloudLog`): the
+/// log's answers are checked on 200 versions and 20 filters
+/// ([`history_log_answers_match_a_smaller_reference`](crate::conformance::history_log_answers_match_a_smaller_reference)),
+/// not 3,000 and 300, which would take hours there.
 #[macro_export]
 macro_rules! history_conformance_tests {
+    (one_request_per_version, $with:expr) => {
+        $crate::__history_conformance_tests! { $with;
+            history_records_every_change,
+            history_follows_renames_and_directories,
+            history_failed_changes_leave_no_version,
+            history_is_invisible_to_the_model,
+            history_queries_filter,
+            history_diff_revert_restore,
+            history_redact_and_prune,
+            history_repair_on_open,
+            history_revert_changes_undoes_one_actor,
+        }
+
+        #[test]
+        fn history_log_answers_match_a_smaller_reference() {
+            $crate::conformance::run_history_case(
+                |store, log| {
+                    $crate::conformance::history_log_answers_match_a_smaller_reference(
+                        store, log, 200, 20,
+                    )
+                },
+                $with,
+            );
+        }
+    };
     ($with:expr) => {
         $crate::__history_conformance_tests! { $with;
             history_records_every_change,

@@ -177,7 +177,7 @@ mod over_cloud {
             }
             mod $history {
                 use super::*;
-                claude_memory::history_conformance_tests!(|run| {
+                claude_memory::history_conformance_tests!(one_request_per_version, |run| {
                     if let Some(base) = crate::cloud_support::fresh($backend) {
                         let inner = claude_memory::history::CloudLog::for_store(&base);
                         let store = EncryptedStore::open(base, ring()).expect("open");
