@@ -6,27 +6,18 @@
 //! past it, and a prune leaves each file's history a walk.
 #![cfg(target_os = "linux")]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use claude_memory::FilesystemStore;
 use claude_memory::history::{
     ChangeOp, FileLog, Filter, HistoryLog, HistoryStore, Order, Query, Retention, Revision,
     sha256_hex,
 };
-use claude_memory::store::{Context, MemoryStoreExt as _, WriteMode, WriteOptions};
-use claude_memory::{FilesystemStore, MemoryPath, MemoryStore};
+use claude_memory::store::{MemoryStoreExt as _, WriteMode};
 
-fn p(text: &str) -> MemoryPath {
-    MemoryPath::parse(text).expect("path")
-}
-
-fn open(root: &Path) -> HistoryStore<FilesystemStore> {
-    HistoryStore::open(
-        FilesystemStore::open(root).expect("store"),
-        FileLog::for_store(root).expect("log"),
-    )
-    .expect("open")
-}
-
+#[path = "../history_support/mod.rs"]
+mod support;
+use support::*;
 fn open_with_limit(root: &Path, limit: u64) -> HistoryStore<FilesystemStore> {
     HistoryStore::open_with_limit(
         FilesystemStore::open(root).expect("store"),
@@ -35,18 +26,6 @@ fn open_with_limit(root: &Path, limit: u64) -> HistoryStore<FilesystemStore> {
     )
     .expect("open")
 }
-
-fn journal(root: &Path) -> PathBuf {
-    root.join(".claude-memory-history/journal.jsonl")
-}
-
-fn all() -> Query {
-    Query {
-        limit: Some(usize::MAX),
-        ..Query::default()
-    }
-}
-
 /// Every id in the journal, oldest first, as the log's full scan gives.
 fn ids_in<L: HistoryLog + ?Sized>(log: &L) -> Vec<u64> {
     log.find(&Filter::default(), Order::Oldest, usize::MAX)
@@ -55,25 +34,29 @@ fn ids_in<L: HistoryLog + ?Sized>(log: &L) -> Vec<u64> {
         .map(|v| v.id)
         .collect()
 }
-
-fn write_by<S: MemoryStore>(s: &S, path: &str, text: &[u8], call: &str) {
-    let options = WriteOptions {
-        mode: WriteMode::Overwrite,
-        quota: None,
-        context: Context {
-            call: Some(call),
-            note: None,
-        },
-    };
-    s.write_opts(&p(path), text, options).expect("write");
-}
-
 /// What a writer killed after its append and before its store change
 /// leaves: its versions in the journal (appended through the log, as a
 /// real writer does), the change never made.
 fn dead_append(root: &Path, versions: &mut [Revision]) {
     let dead = FileLog::for_store(root).expect("log");
     dead.append(versions).expect("append");
+}
+
+/// A killed writer's edit of `/memories/a.md` (file `file`) to `text`,
+/// as call `call`: its version in the journal, the file never changed.
+fn dead_edit(root: &Path, file: u64, text: &[u8], call: &str) {
+    dead_append(
+        root,
+        &mut [revision(
+            ChangeOp::Modified,
+            "/memories/a.md",
+            Some(text),
+            text,
+            file,
+            Some(file),
+            call,
+        )],
+    );
 }
 
 fn revision(
@@ -102,26 +85,6 @@ fn revision(
         prev,
     }
 }
-
-/// Bytes this thread has read so far (`rchar` of /proc/thread-self/io).
-fn bytes_read() -> u64 {
-    let io = std::fs::read_to_string("/proc/thread-self/io").expect("/proc/thread-self/io");
-    io.lines()
-        .find_map(|l| l.strip_prefix("rchar: "))
-        .and_then(|n| n.trim().parse().ok())
-        .expect("rchar")
-}
-
-fn cost(f: impl FnOnce()) -> u64 {
-    let before = bytes_read();
-    f();
-    bytes_read() - before
-}
-
-fn mib(n: u64) -> f64 {
-    n as f64 / (1 << 20) as f64
-}
-
 /// 100 versions of a 1 MiB file: about 100 MiB of journal.
 fn big_history(h: &HistoryStore<FilesystemStore>, path: &str) {
     for i in 0..100 {
@@ -204,18 +167,7 @@ fn the_open_after_a_dead_writers_version_is_cut_reads_a_bounded_amount() {
     }
     drop(open(root)); // a checkpoint at the last id
     let a = open(root).versions(&all()).expect("list").len() as u64; // a.md's id
-    dead_append(
-        root,
-        &mut [revision(
-            ChangeOp::Modified,
-            "/memories/a.md",
-            Some(b"never written\n"),
-            b"never written\n",
-            a,
-            Some(a),
-            "toolu_dead",
-        )],
-    );
+    dead_edit(root, a, b"never written\n", "toolu_dead");
     let repairer = open(root);
     assert_eq!(
         repairer.repair_report().dropped,
@@ -247,18 +199,7 @@ fn a_dead_writers_listed_id_is_never_given_to_another_version() {
         let h = open(root);
         write_by(&h, "/memories/a.md", b"a\n", "toolu_a");
     }
-    dead_append(
-        root,
-        &mut [revision(
-            ChangeOp::Modified,
-            "/memories/a.md",
-            Some(b"never written\n"),
-            b"never written\n",
-            1,
-            Some(1),
-            "toolu_dead",
-        )],
-    );
+    dead_edit(root, 1, b"never written\n", "toolu_dead");
     // The operator lists the history (read only: no repair).
     let listed = HistoryStore::inspect(
         FilesystemStore::open(root).expect("store"),
@@ -301,18 +242,7 @@ fn a_writer_whose_repair_cut_a_dead_version_still_links_the_next_writers_edit() 
         let h = open(root);
         write_by(&h, "/memories/a.md", b"a\n", "toolu_a");
     }
-    dead_append(
-        root,
-        &mut [revision(
-            ChangeOp::Modified,
-            "/memories/a.md",
-            Some(b"never written\n"),
-            b"never written\n",
-            1,
-            Some(1),
-            "toolu_dead",
-        )],
-    );
+    dead_edit(root, 1, b"never written\n", "toolu_dead");
     let r = open(root); // long-running: its repair cuts the dead version
     assert_eq!(r.repair_report().dropped, vec![2]);
     let w = open(root);
@@ -361,18 +291,7 @@ fn a_journal_cut_back_and_regrown_to_the_length_a_handle_saw_is_reread() {
         write_by(&open(root), "/memories/a.md", b"a0\n", "toolu_00");
         let handle = h.insert(open(root)); // long-running (serve)
         let dead = vec![b'x'; pad];
-        dead_append(
-            root,
-            &mut [revision(
-                ChangeOp::Modified,
-                "/memories/a.md",
-                Some(&dead),
-                &dead,
-                1,
-                Some(1),
-                "toolu_dd",
-            )],
-        );
+        dead_edit(root, 1, &dead, "toolu_dd");
         let with_dead = len(root);
         // H lists the history: it has now seen the journal with the dead line.
         handle.versions(&all()).expect("list");

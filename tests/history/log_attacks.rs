@@ -13,21 +13,12 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use claude_memory::history::{FileLog, HistoryStore, MemoryLog, Query, Retention, Versions};
-use claude_memory::store::{Context, MemoryStoreExt as _, WriteMode, WriteOptions};
-use claude_memory::{FilesystemStore, InMemoryStore, MemoryPath, MemoryStore};
+use claude_memory::store::{MemoryStoreExt as _, WriteMode};
+use claude_memory::{FilesystemStore, InMemoryStore, MemoryStore};
 
-fn p(text: &str) -> MemoryPath {
-    MemoryPath::parse(text).expect("path")
-}
-
-fn open(root: &Path) -> HistoryStore<FilesystemStore> {
-    HistoryStore::open(
-        FilesystemStore::open(root).expect("store"),
-        FileLog::for_store(root).expect("log"),
-    )
-    .expect("open")
-}
-
+#[path = "../history_support/mod.rs"]
+mod support;
+use support::*;
 fn checkpoint(root: &Path) -> PathBuf {
     root.join(".claude-memory-history/checkpoint.json")
 }
@@ -314,31 +305,6 @@ impl Drop for Unmount {
         let _ = std::process::Command::new("umount").arg(&self.0).status();
     }
 }
-
-fn journal(root: &Path) -> PathBuf {
-    root.join(".claude-memory-history/journal.jsonl")
-}
-
-fn all() -> Query {
-    Query {
-        limit: Some(usize::MAX),
-        ..Query::default()
-    }
-}
-
-fn write_by<S: MemoryStore>(s: &S, path: &str, text: &str, call: &str) {
-    let options = WriteOptions {
-        mode: WriteMode::Overwrite,
-        quota: None,
-        context: Context {
-            call: Some(call),
-            note: None,
-        },
-    };
-    s.write_opts(&p(path), text.as_bytes(), options)
-        .expect("write");
-}
-
 /// Promise: "ids are never reused, across processes too". A writer killed
 /// mid-append leaves a torn last line; when the tear falls inside the id's
 /// digits (`{"id":1` of `{"id":13,…`), a long-running writer in another
@@ -420,25 +386,6 @@ fn a_revert_of_a_call_leaves_a_file_another_call_changed_between_its_own() {
         now.contains("GOOD") || !report.skipped.is_empty(),
         "toolu_good's change is gone without a word: file now {now:?}, report {report:?}"
     );
-}
-
-/// Bytes this thread has read so far (Linux: `rchar` of /proc/thread-self/io;
-/// the history does its reads on the calling thread, and tests run in
-/// parallel).
-#[cfg(target_os = "linux")]
-fn bytes_read() -> u64 {
-    let io = std::fs::read_to_string("/proc/thread-self/io").expect("/proc/thread-self/io");
-    io.lines()
-        .find_map(|l| l.strip_prefix("rchar: "))
-        .and_then(|n| n.trim().parse().ok())
-        .expect("rchar")
-}
-
-#[cfg(target_os = "linux")]
-fn cost(f: impl FnOnce()) -> u64 {
-    let before = bytes_read();
-    f();
-    bytes_read() - before
 }
 
 /// Promise: "Nothing a model's call or a history command does reads the
