@@ -274,40 +274,15 @@ impl<'f> BackLines<'f> {
     }
 }
 
-/// Calls `f` with each line from `offset` while it returns `true`.
+/// Calls `f` with each line from `offset` while it returns `true`,
+/// reading in chunks (a line over [`MAX_LINE`] is skipped, never held
+/// whole).
 pub(super) fn each_line_until(
     file: &File,
     offset: u64,
     f: &mut dyn FnMut(&[u8]) -> bool,
 ) -> Result<(), HistoryError> {
     let mut reader = io::BufReader::with_capacity(64 * 1024, file);
-    reader.seek(SeekFrom::Start(offset)).map_err(log_error)?;
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = io::BufRead::read_until(
-            &mut (&mut reader).take(MAX_LINE as u64 + 1),
-            b'\n',
-            &mut line,
-        )
-        .map_err(log_error)?;
-        if n == 0 || line.len() > MAX_LINE {
-            return Ok(());
-        }
-        if !f(line.strip_suffix(b"\n").unwrap_or(&line)) {
-            return Ok(());
-        }
-    }
-}
-
-/// Calls `f` with each line of `file` from `offset`, reading in chunks
-/// (a line over [`MAX_LINE`] is skipped, never held whole).
-pub(super) fn each_line(
-    file: &File,
-    offset: u64,
-    f: &mut dyn FnMut(&[u8]),
-) -> Result<(), HistoryError> {
-    let mut reader = io::BufReader::with_capacity(256 * 1024, file);
     reader.seek(SeekFrom::Start(offset)).map_err(log_error)?;
     let mut line = Vec::new();
     loop {
@@ -341,8 +316,23 @@ pub(super) fn each_line(
             }
             continue;
         }
-        f(line.strip_suffix(b"\n").unwrap_or(&line));
+        if !f(line.strip_suffix(b"\n").unwrap_or(&line)) {
+            return Ok(());
+        }
     }
+}
+
+/// Calls `f` with each line of `file` from `offset` (see
+/// [`each_line_until`]).
+pub(super) fn each_line(
+    file: &File,
+    offset: u64,
+    f: &mut dyn FnMut(&[u8]),
+) -> Result<(), HistoryError> {
+    each_line_until(file, offset, &mut |line| {
+        f(line);
+        true
+    })
 }
 
 /// The journal format this release writes: a mark line first, no drop
