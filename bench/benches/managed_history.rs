@@ -14,47 +14,17 @@
 //! store's newest 100 versions since an hour ago; a diff of two versions;
 //! a revert.
 
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
 use std::time::{Duration, SystemTime};
 
-use serde_json::{Value, json};
-
-fn http(base: &str, key: &str, method: &str, path: &str, body: Option<&Value>) -> Value {
-    let host = base.trim_start_matches("http://").trim_end_matches('/');
-    let mut stream = TcpStream::connect(host).expect("connect");
-    let body = body.map(Value::to_string).unwrap_or_default();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {key}\r\n\
-         anthropic-version: 2023-06-01\r\nanthropic-beta: agent-memory-2026-07-22\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).expect("send");
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).expect("answer");
-    let text = String::from_utf8_lossy(&answer);
-    text.split_once("\r\n\r\n")
-        .and_then(|(_, b)| serde_json::from_str(b).ok())
-        .unwrap_or(Value::Null)
-}
+use claude_memory_bench::emulator as http;
+use serde_json::json;
 
 #[cfg(feature = "managed")]
 fn run(base: &str, key: &str, max: usize) {
     use claude_memory::history::{Query, Versions as _};
     use claude_memory::store::{MemoryStoreExt as _, WriteMode};
     use claude_memory::{ManagedStore, MemoryPath};
-    let requests = |id: &str| {
-        http(
-            base,
-            key,
-            "GET",
-            &format!("/_emulator/requests?memory_store_id={id}"),
-            None,
-        )["count"]
-            .as_u64()
-            .unwrap_or(0)
-    };
+    let requests = |id: &str| claude_memory_bench::emulator_requests(base, key, id);
     println!(
         "| versions | open + create | one memory's history (10) | newest 100 since 1h | diff | revert |"
     );

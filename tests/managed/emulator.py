@@ -15,6 +15,10 @@ marked "GUESS" below. Test controls (not part of the real API, no auth):
                                    "retry_after"?, "should_retry"?, "method"?,
                                    "skip"? (let n pass first), "after"? (apply, then fail)}
     POST /_emulator/race          {"memory_store_id", "count"}
+    POST /_emulator/caps          {"memory_store_id", "memories"?, "versions"?}: the store's caps
+                                  (by default the service's: 2,000 memories, 250,000 versions)
+    POST /_emulator/latency       {"ms"}: every API request waits this long before it is served
+                                  (a round trip over the internet), 0 to stop
     POST /_emulator/patch         {"memory_store_id", "count", "method"?, "fields", "match"?}: the
                                   next `count` answers have `fields` merged in (into each listed
                                   item too; with `match`, only into items whose fields equal
@@ -34,6 +38,7 @@ import secrets
 import string
 import sys
 import threading
+import time
 import unicodedata
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -43,6 +48,8 @@ BETAS = ("agent-memory-2026-07-22", "managed-agents-2026-04-01")
 MAX_CONTENT_BYTES = 102_400  # "The maximum size is 100 kB (102,400 bytes)."
 MAX_PATH_BYTES = 1024
 MAX_PATH_SEGMENTS = 20
+MAX_MEMORIES = 2_000  # "a store holds at most 2,000 memories"
+MAX_VERSIONS = 250_000  # "and 250,000 versions"
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a whole request; larger ones get 413
 RACE_ACTOR = {"type": "session_actor", "session_id": "sesn_emulatorrace"}
 
@@ -231,6 +238,8 @@ class State:
         self.api_key = api_key
         self.api_key_id = "apikey_01" + hashlib.sha256(api_key.encode()).hexdigest()[:22]
         self.max_memories = max_memories
+        self.caps = {}  # store id -> {"memories": n, "versions": n}, the caps control
+        self.latency = 0.0  # seconds every API request waits, the latency control
         self.stores = {}  # id -> store dict (with its memories and versions)
         self.faults = []  # pending injected failures
         self.patches = []  # pending answer patches
@@ -268,6 +277,19 @@ class State:
         if s["archived_at"] is not None:
             raise bad(f"memory store {sid} is archived; its memories can't be created or updated")
         return s
+
+    def cap(self, sid, what):
+        default = {"memories": self.max_memories, "versions": MAX_VERSIONS}[what]
+        return self.caps.get(sid, {}).get(what, default)
+
+    def check_version_room(self, s):
+        """A write records a version: refused, before any change, in a store at its version cap.
+        GUESS: the docs give the cap but not the answer; a bad request (400), as for the memory cap.
+        Deletes are still allowed (they free memories; like an archived store's)."""
+        cap = self.cap(s["id"], "versions")
+        if len(s["versions"]) >= cap:
+            raise bad(f"memory store {s['id']} already holds {len(s['versions'])} memory versions, "
+                      f"the most a store can hold ({cap}); redact or delete versions first")
 
     def memory(self, store, mid):
         m = store["memories"].get(mid)
@@ -397,12 +419,14 @@ class State:
         content = self.normalised(sid, content)
         if path in s["by_path"]:
             raise path_conflict(s["by_path"][path], path)
-        if len(s["memories"]) >= self.max_memories:
+        cap = self.cap(sid, "memories")
+        if len(s["memories"]) >= cap:
             # GUESS: the docs give the 2,000-memory cap but no status; a full
             # store is refused as a bad request (400), which the SDK's sync
             # engine treats as permanent for that file, not as a retryable 409.
             raise bad(f"memory store {sid} already holds {len(s['memories'])} memories, "
-                      f"the most a store can hold ({self.max_memories}); delete memories first")
+                      f"the most a store can hold ({cap}); delete memories first")
+        self.check_version_room(s)
         t = self.now()
         m = {"id": new_id("mem_"), "store_id": sid, "path": path, "content": content, "sha": sha256_hex(content),
              "size": len(content.encode("utf-8")), "created_at": t, "updated_at": t, "version_id": None}
@@ -443,6 +467,7 @@ class State:
         if new_path != m["path"] and new_path in s["by_path"]:
             raise path_conflict(s["by_path"][new_path], new_path)
         if not unchanged:  # "If you update a memory and nothing changes, the memory doesn't get a new version."
+            self.check_version_room(s)
             self.write(s, m, new_content, new_path, self.actor())
         return 200, self.memory_json(m, view == "full")
 
@@ -652,9 +677,14 @@ class Handler(BaseHTTPRequestHandler):
         auth = self.headers.get("Authorization", "")
         if key != st.api_key and auth != f"Bearer {st.api_key}":
             raise ApiError(401, "invalid x-api-key" if key or not auth else "invalid bearer token")
+        if st.latency > 0:  # outside the lock: other requests go on meanwhile
+            time.sleep(st.latency)
         betas = [b.strip() for b in self.headers.get("anthropic-beta", "").split(",")]
         if not any(b in BETAS for b in betas):
             raise bad(f"this endpoint is in beta: send 'anthropic-beta: {BETAS[0]}' (or {BETAS[1]})")
+        if all(b in betas for b in BETAS):
+            # The memory stores pages: send one of the two betas, never both (400).
+            raise bad(f"send one of the betas {BETAS[0]} and {BETAS[1]}, not both")
         if found is None:
             raise ApiError(404, f"no route for {method} {'/' + '/'.join(segments)}")
         name, args, _ = found
@@ -766,6 +796,19 @@ class Handler(BaseHTTPRequestHandler):
                     raise bad("race: need memory_store_id and a non-negative integer count")
                 st.races[sid] = count
                 return 200, {"ok": True}
+            if (method, what) == ("POST", "caps"):
+                sid = body.get("memory_store_id")
+                caps = {k: body[k] for k in ("memories", "versions") if k in body}
+                if not isinstance(sid, str) or not all(isinstance(v, int) and v >= 0 for v in caps.values()):
+                    raise bad("caps: need memory_store_id, and memories and versions as non-negative integers")
+                st.caps.setdefault(sid, {}).update(caps)
+                return 200, {"ok": True}
+            if (method, what) == ("POST", "latency"):
+                ms = body.get("ms")
+                if not isinstance(ms, (int, float)) or not 0 <= ms <= 10_000:
+                    raise bad("latency: need ms, from 0 to 10000")
+                st.latency = ms / 1000
+                return 200, {"ok": True}
             if (method, what) == ("GET", "requests"):
                 sid = one(query, "memory_store_id")
                 if sid is not None:
@@ -795,7 +838,7 @@ def main():
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=55520)
     ap.add_argument("--api-key", required=True)
-    ap.add_argument("--max-memories", type=int, default=2000, help="memories per store (the service's cap)")
+    ap.add_argument("--max-memories", type=int, default=MAX_MEMORIES, help="memories per store (the service's cap)")
     ap.add_argument("--verbose", action="store_true", help="log every request to stderr")
     a = ap.parse_args()
     Handler.state = State(a.api_key, a.max_memories)
