@@ -466,6 +466,7 @@ pub(crate) fn storage_failure(error: &StoreError, path: &str) -> ModelError {
         StoreError::NotFound { .. } => missing(path),
         StoreError::AlreadyExists { .. } => already_exists(path),
         StoreError::StoreFull { total, limit, .. } => store_too_large(*total, *limit),
+        StoreError::TooManyFiles { limit, .. } => too_many_files(path, *limit),
         StoreError::UnsupportedName { reason, .. } => ModelError(format!(
             "Error: The path {path} is not a valid memory path: {reason}"
         )),

@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Each store holds 10, 500 or 1,990 memories, 50 a directory
-//! (`/dNN/fKKK.md`), written through the API. Then each command runs once
+//! (`/dNN/fKKK.md`, the emulator's `fill`). Then each command runs once
 //! through `MemoryTool` under the managed profile, with every request held
 //! 150 ms (`-- 0` for none): the requests it made, the fewest the API
 //! allows for it, and its time.
@@ -63,7 +63,7 @@ fn commands() -> Vec<(&'static str, Value, u64)> {
         (
             "`rename` a file to another directory",
             json!({"command": "rename", "old_path": "/memories/d00/f005.md",
-                   "new_path": "/memories/moved/f005.md"}),
+                   "new_path": "/memories/new/f005.md"}),
             2,
         ),
         (
@@ -90,18 +90,9 @@ fn run(base: &str, key: &str, latency_ms: u64) {
             Some(&json!({"name": "bench"})),
         );
         let id = store["id"].as_str().expect("a store").to_owned();
-        for k in 0..n {
-            let path = format!("/d{:02}/f{:03}.md", k / 50, k % 50);
-            let body = json!({"path": path, "content": "line one\nline two\n"});
-            let m = emulator(
-                base,
-                key,
-                "POST",
-                &format!("/v1/memory_stores/{id}/memories"),
-                Some(&body),
-            );
-            assert!(m["id"].is_string(), "fill: {m}");
-        }
+        let fill = json!({"memory_store_id": id, "count": n});
+        let filled = emulator(base, key, "POST", "/_emulator/fill", Some(&fill));
+        assert_eq!(filled["ok"], true, "fill: {filled}");
         let store = ManagedStore::builder(&id)
             .base_url(base)
             .api_key(key)
@@ -123,7 +114,13 @@ fn run(base: &str, key: &str, latency_ms: u64) {
             assert!(!result.is_error, "{name} at {n}: {:?}", result.text());
             figures[i].push((emulator_requests(base, key, &id) - before, ms));
         }
-        emulator(base, key, "POST", "/_emulator/latency", Some(&json!({"ms": 0})));
+        emulator(
+            base,
+            key,
+            "POST",
+            "/_emulator/latency",
+            Some(&json!({"ms": 0})),
+        );
     }
     println!("Requests per command:\n");
     println!("| command | 10 memories | 500 | 1,990 | fewest the API allows |");

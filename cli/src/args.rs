@@ -236,6 +236,18 @@ pub enum Command {
     /// Only reads the store.
     Stats,
 
+    /// Archive a managed memory store, for good.
+    ///
+    /// Its memories stay readable (view, export, history); every write is
+    /// refused from then on, here and in every other client. Archiving
+    /// cannot be undone, so it needs --yes. Only for --store
+    /// managed:memstore_….
+    Archive {
+        /// Archive it (without this, nothing is sent)
+        #[arg(long)]
+        yes: bool,
+    },
+
     /// List what would not fit a managed Memory Store.
     ///
     /// Every file deeper than 20 path segments, larger than 100 kB

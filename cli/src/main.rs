@@ -169,6 +169,7 @@ fn run(cli: Cli) -> Outcome {
             }
         }
         Command::Check => check::check(&open(Access::Read)?),
+        Command::Archive { yes } => archive(&stack, yes),
         Command::History {
             action: Some(args::HistoryAction::Copy { to }),
             ..
@@ -279,4 +280,32 @@ fn run(cli: Cli) -> Outcome {
             text.as_deref(),
         ),
     }
+}
+
+/// `archive`: archives the managed memory store `--store` names, only
+/// with `--yes` (it cannot be undone).
+fn archive(stack: &Stack, yes: bool) -> Outcome {
+    let StoreUrl::Managed(id) = stack.url else {
+        return Err(Failure::Usage(format!(
+            "archive is for a managed memory store (--store managed:memstore_…), not {}",
+            stack.url.shown()
+        )));
+    };
+    if !yes {
+        return Err(Failure::Usage(format!(
+            "archiving {id} cannot be undone: its memories stay readable and can never be changed again; run again with --yes to archive it"
+        )));
+    }
+    #[cfg(feature = "managed")]
+    {
+        let store = stack.managed(Access::Change)?;
+        store
+            .archive()
+            .map_err(|e| failed(format_args!("cannot archive {id}: {e}")))?;
+        output::out(format_args!(
+            "archived {id}: its memories can be read, not changed"
+        ))
+    }
+    #[cfg(not(feature = "managed"))]
+    Err(stack.not_built(Access::Change))
 }

@@ -128,28 +128,43 @@ impl Stack<'_> {
     ) -> Result<Box<dyn claude_memory::history::Versions>, Failure> {
         match self.url {
             #[cfg(feature = "managed")]
-            StoreUrl::Managed(id) => {
-                let store = claude_memory::ManagedStore::open(id).map_err(|e| {
-                    self.failure(
-                        access,
-                        OpenError::Open {
-                            shown: self.url.shown(),
-                            source: Box::new(e),
-                        },
-                    )
-                })?;
-                Ok(Box::new(store))
-            }
+            StoreUrl::Managed(_) => Ok(Box::new(self.managed(access)?)),
             #[cfg(not(feature = "managed"))]
-            StoreUrl::Managed(_) => Err(self.failure(
-                access,
-                OpenError::NotBuilt {
-                    feature: "managed",
-                    what: "a managed memory store",
-                },
-            )),
+            StoreUrl::Managed(_) => Err(self.not_built(access)),
             _ => Ok(Box::new(self.history(access)?)),
         }
+    }
+
+    /// The managed memory store `--store managed:ID` names.
+    #[cfg(feature = "managed")]
+    pub fn managed(&self, access: Access) -> Result<claude_memory::ManagedStore, Failure> {
+        let StoreUrl::Managed(id) = self.url else {
+            return Err(Failure::Usage(format!(
+                "{} is not a managed memory store: this needs --store managed:memstore_…",
+                self.url.shown()
+            )));
+        };
+        claude_memory::ManagedStore::open(id).map_err(|e| {
+            self.failure(
+                access,
+                OpenError::Open {
+                    shown: self.url.shown(),
+                    source: Box::new(e),
+                },
+            )
+        })
+    }
+
+    /// A managed memory store in a build without the `managed` feature.
+    #[cfg(not(feature = "managed"))]
+    pub fn not_built(&self, access: Access) -> Failure {
+        self.failure(
+            access,
+            OpenError::NotBuilt {
+                feature: "managed",
+                what: "a managed memory store",
+            },
+        )
     }
 
     fn in_history(

@@ -652,6 +652,10 @@ impl<S: MemoryStore> MemoryStore for HistoryStore<S> {
         self.inner.list_tree(dir)
     }
 
+    fn max_files(&self) -> Option<u64> {
+        self.inner.max_files()
+    }
+
     fn rename_opts(
         &self,
         from: &MemoryPath,

@@ -120,6 +120,16 @@ pub enum StoreError {
         /// The limit.
         limit: u64,
     },
+    /// A create refused because the store already holds the most files it
+    /// can ([`MemoryStore::max_files`](crate::MemoryStore::max_files)).
+    /// Nothing was written.
+    #[error("{path}: the store already holds its limit of {limit} files")]
+    TooManyFiles {
+        /// The path asked for.
+        path: MemoryPath,
+        /// The store's limit.
+        limit: u64,
+    },
     /// An I/O failure.
     #[error("{op} failed for {path}: {source}")]
     Io {
@@ -213,6 +223,10 @@ impl StoreError {
             StoreError::StoreFull { path, total, limit } => StoreError::StoreFull {
                 path: f(path),
                 total,
+                limit,
+            },
+            StoreError::TooManyFiles { path, limit } => StoreError::TooManyFiles {
+                path: f(path),
                 limit,
             },
             StoreError::Io { op, path, source } => StoreError::Io {

@@ -167,7 +167,7 @@ pub const UPDATE_ATTEMPTS: u32 = 12;
 
 /// Primitive storage operations under the virtual `/memories` root.
 ///
-/// Ten methods, four of them provided; the everyday forms of the
+/// Eleven methods, five of them provided; the everyday forms of the
 /// option-taking ones are in [`MemoryStoreExt`].
 ///
 /// Contract, checked by the `conformance` suite (feature `conformance`) for
@@ -236,6 +236,17 @@ pub trait MemoryStore: Send + Sync {
     fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<walk::Tree>> {
         let _ = dir;
         Ok(None)
+    }
+
+    /// The most files this store holds, where the store itself refuses a
+    /// create past it, atomically with the create
+    /// ([`StoreError::TooManyFiles`]): a managed memory store's 2,000
+    /// memories. A handler whose [`Config::max_files`](crate::Config)
+    /// is no lower then leaves the count to the store, instead of counting
+    /// the store's files before every create. `None` (the default): the
+    /// store holds any number.
+    fn max_files(&self) -> Option<u64> {
+        None
     }
 
     /// Writes a whole file atomically; returns the new version.
@@ -375,6 +386,9 @@ macro_rules! forward_store {
             }
             fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<walk::Tree>> {
                 (**self).list_tree(dir)
+            }
+            fn max_files(&self) -> Option<u64> {
+                (**self).max_files()
             }
             fn write_opts(&self, path: &MemoryPath, data: &[u8], options: WriteOptions<'_>) -> StoreResult<Version> {
                 (**self).write_opts(path, data, options)

@@ -408,7 +408,7 @@ impl ManagedStore {
             }
             // Spelled exactly: `//a.md` or `a.md`, trimmed, would land on
             // `/a.md` beside the memory there.
-            if crate::store::managed::ops::memory_path(&m.path).is_none() {
+            if crate::store::managed::tree::memory_path(&m.path).is_none() {
                 // As the service spells it: `a.md` shows as `/memoriesa.md`,
                 // never as the valid `/memories/a.md`.
                 events.push(SyncEvent::Unspellable(format!(

@@ -67,11 +67,16 @@ impl<S: MemoryStore> MemoryTool<S> {
 
     /// Under [`max_files`](crate::Config::max_files): refuses a create of a
     /// new file when the store already holds that many. (Counted before
-    /// the write, not atomically with it.)
+    /// the write, not atomically with it.) A store that refuses creates
+    /// past a limit of its own no higher ([`MemoryStore::max_files`]) is
+    /// not counted: its create answers.
     pub(super) fn check_file_count(&self, path: &MemoryPath, raw: &str) -> Result<(), ModelError> {
         let Some(limit) = self.config.max_files else {
             return Ok(());
         };
+        if self.store.max_files().is_some_and(|own| own <= limit) {
+            return Ok(());
+        }
         let exists = self
             .store
             .stat(path)

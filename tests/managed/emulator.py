@@ -17,6 +17,9 @@ marked "GUESS" below. Test controls (not part of the real API, no auth):
     POST /_emulator/race          {"memory_store_id", "count"}
     POST /_emulator/caps          {"memory_store_id", "memories"?, "versions"?}: the store's caps
                                   (by default the service's: 2,000 memories, 250,000 versions)
+    POST /_emulator/fill          {"memory_store_id", "count", "per_directory"?}: creates `count`
+                                  memories /dNN/fKKK.md ("line one\nline two\n", 50 a directory
+                                  by default) as the API would, in one request
     POST /_emulator/latency       {"ms"}: every API request waits this long before it is served
                                   (a round trip over the internet), 0 to stop
     POST /_emulator/patch         {"memory_store_id", "count", "method"?, "fields", "match"?}: the
@@ -802,6 +805,15 @@ class Handler(BaseHTTPRequestHandler):
                 if not isinstance(sid, str) or not all(isinstance(v, int) and v >= 0 for v in caps.values()):
                     raise bad("caps: need memory_store_id, and memories and versions as non-negative integers")
                 st.caps.setdefault(sid, {}).update(caps)
+                return 200, {"ok": True}
+            if (method, what) == ("POST", "fill"):
+                sid, count, per = body.get("memory_store_id"), body.get("count"), body.get("per_directory", 50)
+                if not isinstance(sid, str) or not isinstance(count, int) or not isinstance(per, int) \
+                        or not 0 <= count <= 100_000 or not 1 <= per <= 1000:
+                    raise bad("fill: need memory_store_id, count (0 to 100000) and per_directory (1 to 1000)")
+                for k in range(count):
+                    path = f"/d{k // per:02}/f{k % per:03}.md"
+                    st.create_memory({}, {"path": path, "content": "line one\nline two\n"}, sid)
                 return 200, {"ok": True}
             if (method, what) == ("POST", "latency"):
                 ms = body.get("ms")

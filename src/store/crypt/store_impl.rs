@@ -219,6 +219,12 @@ impl<S: MemoryStore> MemoryStore for EncryptedStore<S> {
         Ok(None)
     }
 
+    /// The inner store's: its own records count too, so the limit only
+    /// comes sooner.
+    fn max_files(&self) -> Option<u64> {
+        self.inner.max_files()
+    }
+
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         let Some(ed) = self.enc(dir) else {
             return Err(StoreError::NotFound { path: dir.clone() });

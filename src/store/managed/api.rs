@@ -36,6 +36,14 @@ pub(crate) struct Memory {
     pub content: Option<String>,
 }
 
+/// A memory store as the API describes it: only what the store uses.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct StoreInfo {
+    /// When it was archived; `None` while it can be written.
+    #[serde(default)]
+    pub archived_at: Option<String>,
+}
+
 /// One item of a listing: a memory, or (with `depth=1`) a prefix standing
 /// for the memories below it.
 #[derive(Debug, Clone, Deserialize)]
@@ -139,9 +147,18 @@ impl Api {
         }
     }
 
-    /// The memory store itself: whether it exists and the key may use it.
-    pub(crate) fn check_store(&self) -> Result<(), Fail> {
-        self.send(reqwest::Method::GET, "", &[], None).map(|_| ())
+    /// The memory store itself: whether it exists, the key may use it,
+    /// and it is archived.
+    pub(crate) fn store(&self) -> Result<StoreInfo, Fail> {
+        let body = self.send(reqwest::Method::GET, "", &[], None)?;
+        parse(&body)
+    }
+
+    /// Archives the memory store (for good: its memories can be read,
+    /// never changed); an archived one is answered unchanged.
+    pub(crate) fn archive(&self) -> Result<StoreInfo, Fail> {
+        let body = self.send(reqwest::Method::POST, "/archive", &[], None)?;
+        parse(&body)
     }
 
     /// Every item below `prefix` (ending in `/`), all pages; `depth` 1
@@ -214,7 +231,8 @@ impl Api {
     /// Erases a version's content and path on the service.
     pub(crate) fn redact(&self, id: &str) -> Result<Version, Fail> {
         let below = format!("/memory_versions/{}/redact", escaped(id));
-        let body = self.send(reqwest::Method::POST, &below, &[], Some(json!({})))?;
+        // No body, as the API reference and the official SDKs send it.
+        let body = self.send(reqwest::Method::POST, &below, &[], None)?;
         parse(&body)
     }
 

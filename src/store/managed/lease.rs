@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use super::ManagedStore;
 use super::api::{Api, Fail, Item, Memory};
-use super::ops::{Found, fail, key, prefix};
+use super::ops::fail;
+use super::tree::{Found, key, prefix};
 use crate::path::{MemoryPath, is_reserved};
 use crate::store::{RemoteCause, StoreError, StoreResult, UPDATE_ATTEMPTS};
 

@@ -3,6 +3,7 @@
 //!
 //! - `api`: the HTTP requests, their retries and failures.
 //! - `ops`: the [`MemoryStore`](crate::MemoryStore) primitives.
+//! - `tree`: directories over the service's flat paths, and their markers.
 //! - `lease`: the lock memory that serializes directory moves and
 //!   size-limited writes, and finishes a move a killed process left.
 //! - `versions`: the service's own history of each memory, as the one
@@ -11,6 +12,7 @@
 pub(crate) mod api;
 mod lease;
 pub(crate) mod ops;
+pub(crate) mod tree;
 mod versions;
 
 pub(crate) use versions::{ServiceVersion, TOO_MANY};
@@ -20,8 +22,9 @@ use std::time::Duration;
 
 use api::{Api, Fail, Retry};
 
-use crate::store::RemoteCause;
+use crate::path::MemoryPath;
 use crate::store::runtime::Io;
+use crate::store::{RemoteCause, StoreResult};
 
 /// The endpoint when `ANTHROPIC_BASE_URL` is not set.
 const DEFAULT_BASE: &str = "https://api.anthropic.com";
@@ -51,6 +54,8 @@ pub struct ManagedStore {
     pub(crate) api: Api,
     /// The memory store's id (`memstore_…`).
     pub(crate) id: String,
+    /// Archived when opened: every write is refused before any request.
+    pub(crate) archived: bool,
 }
 
 impl fmt::Debug for ManagedStore {
@@ -67,6 +72,18 @@ impl ManagedStore {
     /// `ANTHROPIC_WORKSPACE_ID` if it is set.
     pub fn open(id: &str) -> Result<ManagedStore, ManagedError> {
         ManagedStore::builder(id).open()
+    }
+
+    /// Archives the memory store, as the Console or the API's
+    /// `POST /v1/memory_stores/{id}/archive` do: its memories stay
+    /// readable, and every write is refused from then on with an error
+    /// that says so. Archiving cannot be undone; a store already archived
+    /// is left as it is.
+    pub fn archive(&self) -> StoreResult<()> {
+        self.api
+            .archive()
+            .map(|_| ())
+            .map_err(|e| ops::fail(e, &MemoryPath::root()))
     }
 
     /// Settings for memory store `id`.
@@ -181,8 +198,8 @@ impl ManagedBuilder {
             endpoint: base.clone(),
             cause,
         };
-        match api.check_store() {
-            Ok(()) => {}
+        let archived = match api.store() {
+            Ok(info) => info.archived_at.is_some(),
             Err(Fail::NotFound) => return Err(ManagedError::NoSuchStore { endpoint: base }),
             Err(Fail::Unreachable(RemoteCause::AccessDenied)) => {
                 return Err(ManagedError::AccessDenied);
@@ -191,9 +208,11 @@ impl ManagedBuilder {
             Err(Fail::Conflict | Fail::Refused) => {
                 return Err(unreachable(RemoteCause::Unavailable));
             }
+        };
+        let store = ManagedStore { api, id, archived };
+        if !archived {
+            store.recover();
         }
-        let store = ManagedStore { api, id };
-        store.recover();
         Ok(store)
     }
 }

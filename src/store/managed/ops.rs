@@ -1,66 +1,26 @@
-//! The [`MemoryStore`] primitives over the memory stores API.
-//!
-//! The service has memories at paths and nothing else: a directory exists
-//! while a memory is below it, and an empty one keeps the empty marker
-//! memory [`MARKER`], written whenever a directory could become empty (a
-//! delete or a move out of it). A path is found by listing its parent
-//! (`depth=1`), which also says whether it is a directory.
+//! The [`MemoryStore`] primitives over the memory stores API, each at the
+//! fewest requests that keep its checks (`docs/managed.md` has the
+//! counts): a write lists the path's parent once and sends one request;
+//! an edit adds the read; the service's own limits that it answers
+//! atomically (its cap of memories, an archived store) are asked about
+//! only when it refuses.
 
 use std::collections::HashSet;
 
 use super::ManagedStore;
 use super::api::{Fail, Item, Memory};
+use super::tree::{Found, canonical, find_in, is_marker, key, prefix};
 use crate::path::{MemoryPath, is_reserved};
 use crate::store::{
-    DeleteIf, DeleteOptions, DirEntry, EntryKind, FileContent, MemoryStore, Metadata,
-    RenameOptions, StoreError, StoreResult, Tree, UPDATE_ATTEMPTS, Version, WriteMode,
-    WriteOptions,
+    Change, DeleteIf, DeleteOptions, DirEntry, EntryKind, FileContent, MemoryStore, Metadata,
+    RenameOptions, StoreError, StoreResult, Tree, UPDATE_ATTEMPTS, UpdateOptions, Updated, Version,
+    WriteMode, WriteOptions, retry,
 };
 
-/// The marker memory that keeps an empty directory.
-pub(super) const MARKER: &str = ".claude-memory-dir";
 /// The service's limits (its API reference).
 pub(crate) const MAX_BYTES: usize = 102_400;
 pub(crate) const MAX_SEGMENTS: usize = 20;
-
-/// What a path names.
-pub(super) enum Found {
-    File(Memory),
-    Dir,
-    Missing,
-}
-
-/// The service's path for a memory path: `/memories/a/b` is `/a/b`.
-pub(super) fn key(path: &MemoryPath) -> String {
-    let mut s = String::new();
-    for c in path.components() {
-        s.push('/');
-        s.push_str(c);
-    }
-    s
-}
-
-/// Whether a service path is spelled as this store spells one (`/a/b`:
-/// one leading slash, no empty segment). Another client may write `//a`
-/// or `a`; trimmed, those would land on `/a`, beside the memory that is
-/// there: they are skipped instead.
-pub(super) fn canonical(service: &str) -> bool {
-    service
-        .strip_prefix('/')
-        .is_some_and(|rest| rest.split('/').all(|c| !c.is_empty()))
-}
-
-/// The memory path of a service path, if it spells one exactly.
-pub(crate) fn memory_path(service: &str) -> Option<MemoryPath> {
-    MemoryPath::from_stored(&format!("{}{service}", crate::path::ROOT)).filter(|p| !p.is_root())
-}
-
-/// The listing prefix of a directory: `/a/b/`, or `/` for the root.
-pub(super) fn prefix(path: &MemoryPath) -> String {
-    let mut s = key(path);
-    s.push('/');
-    s
-}
+pub(crate) const MAX_MEMORIES: u64 = 2_000;
 
 /// A content hash as a [`Version`]: its first 128 bits.
 fn version(sha: &str) -> Version {
@@ -90,34 +50,12 @@ pub(super) fn fail(e: Fail, path: &MemoryPath) -> StoreError {
     }
 }
 
-/// A listing's failure: a missing memory store is not a missing path.
-fn listing_failed(e: Fail, dir: &MemoryPath) -> StoreError {
-    match e {
-        Fail::NotFound => fail(
-            Fail::Unreachable(crate::store::RemoteCause::Unavailable),
-            dir,
-        ),
-        other => fail(other, dir),
+/// A write to an archived memory store.
+fn archived(path: &MemoryPath) -> StoreError {
+    StoreError::Invalid {
+        path: path.clone(),
+        reason: "the memory store is archived: it can be read, not changed",
     }
-}
-
-/// What `items` (a listing of `path`'s parent) say is at `path`. Another
-/// client may have made both a memory `/a` and memories below `/a/`: the
-/// directory wins, so the tree the tool shows is always a tree.
-fn find_in(items: &[Item], path: &str) -> Found {
-    let mut found = Found::Missing;
-    for item in items {
-        match item {
-            Item::Memory(m) if m.path == path => found = Found::File(m.clone()),
-            Item::Prefix { path: p } if p.strip_suffix('/') == Some(path) => return Found::Dir,
-            _ => {}
-        }
-    }
-    found
-}
-
-fn is_marker(item: &Item) -> bool {
-    matches!(item, Item::Memory(m) if m.path.rsplit('/').next() == Some(MARKER))
 }
 
 /// Refuses, before any request, what the service would refuse.
@@ -138,74 +76,64 @@ fn fits<'d>(path: &MemoryPath, data: &'d [u8]) -> StoreResult<&'d str> {
 }
 
 impl ManagedStore {
-    /// The children of `dir`, as the service lists them.
-    pub(super) fn children(&self, dir: &MemoryPath) -> StoreResult<Vec<Item>> {
-        self.api
-            .list(&prefix(dir), 1)
-            .map_err(|e| listing_failed(e, dir))
+    /// Refuses every write, before any request, to a store archived when
+    /// it was opened.
+    fn writable(&self, path: &MemoryPath) -> StoreResult<()> {
+        match self.archived {
+            true => Err(archived(path)),
+            false => Ok(()),
+        }
     }
 
-    /// Every memory below `dir`, at any depth.
-    pub(crate) fn below(&self, dir: &MemoryPath) -> StoreResult<Vec<Memory>> {
-        let items = self
-            .api
-            .list(&prefix(dir), 0)
-            .map_err(|e| listing_failed(e, dir))?;
-        Ok(items
-            .into_iter()
-            .filter_map(|i| match i {
-                Item::Memory(m) => Some(m),
-                Item::Prefix { .. } => None,
-            })
-            .collect())
+    /// Why the service refused a write as invalid when every rule this
+    /// store checks first held, asked only now, on the refusal: the
+    /// store was archived, or (for a create) it is at its cap of
+    /// memories ([`StoreError::TooManyFiles`]).
+    fn refused(&self, path: &MemoryPath, creating: bool) -> StoreError {
+        if self.api.store().is_ok_and(|s| s.archived_at.is_some()) {
+            return archived(path);
+        }
+        match creating.then(|| self.below(&MemoryPath::root())) {
+            Some(Ok(all)) if all.len() as u64 >= MAX_MEMORIES => StoreError::TooManyFiles {
+                path: path.clone(),
+                limit: MAX_MEMORIES,
+            },
+            _ => fail(Fail::Refused, path),
+        }
     }
 
-    /// What is at `path`, and the listing of its parent that said so.
-    pub(super) fn find(&self, path: &MemoryPath) -> StoreResult<(Found, Vec<Item>)> {
-        let Some(parent) = path.parent() else {
-            return Ok((Found::Dir, Vec::new()));
+    /// The memory at `path` (a file of at most `limit` bytes) and its
+    /// content, checked against its own sha256: a listing of its parent,
+    /// then a retrieve.
+    fn fetch(&self, path: &MemoryPath, limit: u64) -> StoreResult<(Memory, Vec<u8>)> {
+        let m = match self.find(path)?.0 {
+            Found::File(m) => m,
+            Found::Dir => return Err(StoreError::IsADirectory { path: path.clone() }),
+            Found::Missing => return Err(StoreError::NotFound { path: path.clone() }),
         };
-        let items = self.children(&parent)?;
-        Ok((find_in(&items, &key(path)), items))
-    }
-
-    /// `ParentNotDirectory` if an ancestor of `path` is a file; `siblings`
-    /// is the listing of its parent (a listed parent is a directory).
-    pub(super) fn check_parents(&self, path: &MemoryPath, siblings: &[Item]) -> StoreResult<()> {
-        if !siblings.is_empty() {
-            return Ok(());
-        }
-        let ancestors: Vec<MemoryPath> = path.ancestors().collect();
-        for (depth, ancestor) in ancestors.iter().enumerate().skip(1).rev() {
-            match self.find(ancestor)?.0 {
-                Found::File(_) => return Err(StoreError::parent_not_directory(path, depth)),
-                Found::Dir => return Ok(()),
-                Found::Missing => {}
-            }
-        }
-        Ok(())
-    }
-
-    /// Keeps `path`'s parent in existence after its entry left it. Best
-    /// effort: the change itself is done, and a store at its 2,000-memory
-    /// cap (or a failing service) only lets the emptied directory go.
-    pub(super) fn keep_parent(&self, path: &MemoryPath) {
-        let Some(parent) = path.parent().filter(|p| !p.is_root()) else {
-            return;
+        let too_large = |len| StoreError::TooLarge {
+            path: path.clone(),
+            len,
         };
-        if self.children(&parent).is_ok_and(|items| items.is_empty()) {
-            let _ = self.api.create(&format!("{}{MARKER}", prefix(&parent)), "");
+        if m.content_size_bytes > limit {
+            return Err(too_large(m.content_size_bytes));
         }
-    }
-
-    /// Drops the marker of a directory that now holds an entry.
-    pub(super) fn drop_marker(&self, siblings: &[Item]) {
-        for item in siblings.iter().filter(|i| is_marker(i)) {
-            if let Item::Memory(m) = item {
-                // Best effort: a marker left over hides nothing.
-                let _ = self.api.delete(&m.id, &m.content_sha256);
-            }
+        let mut full = self.api.retrieve(&m.id).map_err(|e| fail(e, path))?;
+        // Moved away between the listing and the read: not here any more.
+        if full.path != key(path) {
+            return Err(StoreError::NotFound { path: path.clone() });
         }
+        // The body must be what the service says it is: a body that does
+        // not match its own sha256 is corrupt, and an edit made on it
+        // would store the corruption as a real change.
+        let data = full.content.take().unwrap_or_default().into_bytes();
+        if crate::store::sha256_hex(&data) != full.content_sha256 {
+            return Err(StoreError::Integrity { path: path.clone() });
+        }
+        if data.len() as u64 > limit {
+            return Err(too_large(data.len() as u64));
+        }
+        Ok((full, data))
     }
 
     /// The bytes of the memories below `scope`, the crate's own excluded.
@@ -244,6 +172,7 @@ impl ManagedStore {
         }
         StoreError::check_write(path, existing, options.mode)?;
         self.check_parents(path, &siblings)?;
+        let creating = !matches!(found, Found::File(_));
         let written = match found {
             Found::File(m) => self.api.update(&m.id, &m.content_sha256, Some(text), None),
             _ => self.api.create(&key(path), text),
@@ -260,18 +189,33 @@ impl ManagedStore {
                 WriteMode::Create => Err(StoreError::AlreadyExists { path: path.clone() }),
                 WriteMode::Update(_) => Err(StoreError::Conflict { path: path.clone() }),
             },
+            Err(Fail::Refused) => Err(self.refused(path, creating)),
             Err(e) => Err(fail(e, path)),
         }
     }
 
     /// A file moved by updating its path (it keeps its id and versions).
-    fn rename_file(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+    /// `seen` is the first look at `from`: the memory and its parent's
+    /// listing, which also answers for `to` when both share a parent.
+    fn rename_file(
+        &self,
+        from: &MemoryPath,
+        to: &MemoryPath,
+        mut seen: Option<(Memory, Vec<Item>)>,
+    ) -> StoreResult<()> {
+        let same_parent = from.parent() == to.parent();
         for _ in 0..UPDATE_ATTEMPTS {
-            let (found, _) = self.find(from)?;
-            let Found::File(m) = found else {
-                return Err(StoreError::NotFound { path: from.clone() });
+            let (m, from_siblings) = match seen.take() {
+                Some(seen) => seen,
+                None => match self.find(from)? {
+                    (Found::File(m), siblings) => (m, siblings),
+                    _ => return Err(StoreError::NotFound { path: from.clone() }),
+                },
             };
-            let (there, siblings) = self.find(to)?;
+            let (there, siblings) = match same_parent {
+                true => (find_in(&from_siblings, &key(to)), from_siblings.clone()),
+                false => self.find(to)?,
+            };
             if !matches!(there, Found::Missing) {
                 return Err(StoreError::AlreadyExists { path: to.clone() });
             }
@@ -281,34 +225,44 @@ impl ManagedStore {
                 .update(&m.id, &m.content_sha256, None, Some(&key(to)))
             {
                 Ok(_) => {
-                    self.drop_marker(&siblings);
-                    self.keep_parent(from);
+                    if !same_parent {
+                        self.drop_marker(&siblings);
+                        self.keep_parent_of(from, &from_siblings);
+                    }
                     return Ok(());
                 }
                 // Edited or the destination taken meanwhile: look again.
                 Err(Fail::Conflict) => continue,
+                Err(Fail::Refused) => return Err(self.refused(from, false)),
                 Err(e) => return Err(fail(e, from)),
             }
         }
         Err(StoreError::Conflict { path: from.clone() })
     }
 
-    /// Deletes a file if `accept` takes it, retrying when it changed.
+    /// Deletes a file if `accept` takes it, retrying when it changed;
+    /// `seen` is the first look at it (the memory and its parent's
+    /// listing), if the caller had one.
     fn delete_file(
         &self,
         path: &MemoryPath,
+        mut seen: Option<(Memory, Vec<Item>)>,
         accept: &mut dyn FnMut(&Metadata) -> bool,
     ) -> StoreResult<bool> {
         for _ in 0..UPDATE_ATTEMPTS {
-            let Found::File(m) = self.find(path)?.0 else {
-                return Ok(false);
+            let (m, siblings) = match seen.take() {
+                Some(seen) => seen,
+                None => match self.find(path)? {
+                    (Found::File(m), siblings) => (m, siblings),
+                    _ => return Ok(false),
+                },
             };
             if !accept(&metadata(&m)) {
                 return Ok(false);
             }
             match self.api.delete(&m.id, &m.content_sha256) {
                 Ok(()) => {
-                    self.keep_parent(path);
+                    self.keep_parent_of(path, &siblings);
                     return Ok(true);
                 }
                 Err(Fail::Conflict) => continue,
@@ -365,6 +319,11 @@ fn metadata(m: &Memory) -> Metadata {
 }
 
 impl MemoryStore for ManagedStore {
+    /// The service's cap: a create past it is refused by the service.
+    fn max_files(&self) -> Option<u64> {
+        Some(MAX_MEMORIES)
+    }
+
     fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
         Ok(match self.find(path)?.0 {
             Found::File(m) => Some(metadata(&m)),
@@ -378,39 +337,47 @@ impl MemoryStore for ManagedStore {
     }
 
     fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
-        let m = match self.find(path)?.0 {
-            Found::File(m) => m,
-            Found::Dir => return Err(StoreError::IsADirectory { path: path.clone() }),
-            Found::Missing => return Err(StoreError::NotFound { path: path.clone() }),
-        };
-        if m.content_size_bytes > limit {
-            return Err(StoreError::TooLarge {
-                path: path.clone(),
-                len: m.content_size_bytes,
-            });
-        }
-        let full = self.api.retrieve(&m.id).map_err(|e| fail(e, path))?;
-        // Moved away between the listing and the read: not here any more.
-        if full.path != key(path) {
-            return Err(StoreError::NotFound { path: path.clone() });
-        }
-        // The body must be what the service says it is: a body that does
-        // not match its own sha256 is corrupt, and an edit made on it
-        // would store the corruption as a real change.
-        let data = full.content.unwrap_or_default().into_bytes();
-        if crate::store::sha256_hex(&data) != full.content_sha256 {
-            return Err(StoreError::Integrity { path: path.clone() });
-        }
-        if data.len() as u64 > limit {
-            return Err(StoreError::TooLarge {
-                path: path.clone(),
-                len: data.len() as u64,
-            });
-        }
+        let (m, data) = self.fetch(path, limit)?;
         Ok(FileContent {
-            version: version(&full.content_sha256),
+            version: version(&m.content_sha256),
             data,
         })
+    }
+
+    /// Reads, changes and writes back with the content it read as the
+    /// precondition: three requests, and a 409 reads again.
+    fn update_opts(
+        &self,
+        path: &MemoryPath,
+        options: UpdateOptions<'_>,
+        change: &mut Change<'_>,
+    ) -> StoreResult<Updated> {
+        self.writable(path)?;
+        // A size-limited write holds the lease, so two cannot both fit.
+        let _lease = match options.quota {
+            Some(_) => Some(self.lease(path)?),
+            None => None,
+        };
+        retry::until_swapped(UPDATE_ATTEMPTS, retry::LOCAL, || {
+            let (m, data) = self.fetch(path, options.limit)?;
+            let Ok(new) = change(&data) else {
+                return Ok(Some(Updated::Aborted));
+            };
+            let text = fits(path, &new)?;
+            if let Some(quota) = options.quota {
+                let total = self.total(quota.scope)?;
+                let after = total.saturating_sub(m.content_size_bytes) + new.len() as u64;
+                quota.check(path, after)?;
+            }
+            match self.api.update(&m.id, &m.content_sha256, Some(text), None) {
+                Ok(_) => Ok(Some(Updated::Written(new))),
+                // Changed or deleted since the read: read again.
+                Err(Fail::Conflict | Fail::NotFound) => Ok(None),
+                Err(Fail::Refused) => Err(self.refused(path, false)),
+                Err(e) => Err(fail(e, path)),
+            }
+        })?
+        .ok_or_else(|| StoreError::Conflict { path: path.clone() })
     }
 
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
@@ -516,6 +483,7 @@ impl MemoryStore for ManagedStore {
             return Err(StoreError::write_to_root(path, options.mode));
         }
         let text = fits(path, data)?;
+        self.writable(path)?;
         // A size-limited write holds the lease, so two cannot both fit.
         let _lease = match options.quota {
             Some(_) => Some(self.lease(path)?),
@@ -538,13 +506,16 @@ impl MemoryStore for ManagedStore {
                 _ => Ok(false),
             };
         }
+        self.writable(path)?;
         match options.condition {
             DeleteIf::Exists => match self.find(path)? {
                 (Found::Missing, _) => Err(StoreError::NotFound { path: path.clone() }),
-                (Found::File(_), _) => match self.delete_file(path, &mut |_| true)? {
-                    true => Ok(true),
-                    false => Err(StoreError::NotFound { path: path.clone() }),
-                },
+                (Found::File(m), siblings) => {
+                    match self.delete_file(path, Some((m, siblings)), &mut |_| true)? {
+                        true => Ok(true),
+                        false => Err(StoreError::NotFound { path: path.clone() }),
+                    }
+                }
                 (Found::Dir, siblings) => self.delete_tree(path, siblings).map(|()| true),
             },
             DeleteIf::EmptyDir => {
@@ -566,7 +537,7 @@ impl MemoryStore for ManagedStore {
                 self.keep_parent(path);
                 Ok(true)
             }
-            DeleteIf::FileWhere(accept) => self.delete_file(path, accept),
+            DeleteIf::FileWhere(accept) => self.delete_file(path, None, accept),
         }
     }
 
@@ -577,13 +548,14 @@ impl MemoryStore for ManagedStore {
         _options: RenameOptions<'_>,
     ) -> StoreResult<()> {
         StoreError::check_rename(from, to)?;
-        match self.find(from)?.0 {
-            Found::Missing => Err(StoreError::NotFound { path: from.clone() }),
-            Found::File(_) => {
+        self.writable(from)?;
+        match self.find(from)? {
+            (Found::Missing, _) => Err(StoreError::NotFound { path: from.clone() }),
+            (Found::File(m), siblings) => {
                 StoreError::check_depth(from, to, 0)?;
-                self.rename_file(from, to)
+                self.rename_file(from, to, Some((m, siblings)))
             }
-            Found::Dir => self.rename_dir(from, to),
+            (Found::Dir, _) => self.rename_dir(from, to),
         }
     }
 }

@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use super::ManagedStore;
 use super::api::Fail;
-use super::ops::{fail, memory_path};
+use super::ops::fail;
+use super::tree::memory_path;
 use crate::path::MemoryPath;
 use crate::store::{StoreError, sha256_hex};
 
@@ -140,7 +141,7 @@ impl ManagedStore {
     /// The id of the memory at `path` now, if a file is there.
     pub(crate) fn memory_id(&self, path: &MemoryPath) -> Result<Option<String>, StoreError> {
         Ok(match self.find(path)?.0 {
-            super::ops::Found::File(m) => Some(m.id),
+            super::tree::Found::File(m) => Some(m.id),
             _ => None,
         })
     }
