@@ -74,6 +74,10 @@ impl<S: MemoryStore> MemoryStore for AuditStore<S> {
         self.inner.list_tree(dir)
     }
 
+    fn max_files(&self) -> Option<u64> {
+        self.inner.max_files()
+    }
+
     fn write_opts(
         &self,
         path: &MemoryPath,

@@ -67,6 +67,12 @@ fn commands() -> Vec<(&'static str, Value, u64)> {
             2,
         ),
         (
+            "`rename` a file to a longer path",
+            json!({"command": "rename", "old_path": "/memories/d00/f006.md",
+                   "new_path": "/memories/new/renamed-f006.md"}),
+            2,
+        ),
+        (
             "`delete` a file",
             json!({"command": "delete", "path": "/memories/d00/f004.md"}),
             2,

@@ -308,6 +308,9 @@ impl MemoryStore for Hooked {
     fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<claude_memory::store::Tree>> {
         self.inner.list_tree(dir)
     }
+    fn max_files(&self) -> Option<u64> {
+        self.inner.max_files()
+    }
     fn write_opts(
         &self,
         path: &MemoryPath,

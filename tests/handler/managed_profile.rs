@@ -270,3 +270,133 @@ fn the_file_count_sees_files_in_every_directory() {
         .0
     );
 }
+
+/// A store that refuses creates past `cap` files itself, and counts the
+/// listings and looks the handler asks of it.
+struct CapsItsFiles {
+    inner: InMemoryStore,
+    cap: u64,
+    looks: std::sync::atomic::AtomicUsize,
+}
+
+impl CapsItsFiles {
+    fn new(cap: u64) -> Self {
+        CapsItsFiles {
+            inner: InMemoryStore::new(),
+            cap,
+            looks: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    fn look(&self) {
+        self.looks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+mod caps_its_files {
+    use claude_memory::store::{
+        DeleteOptions, DirEntry, FileContent, Metadata, RenameOptions, StoreError, StoreResult,
+        Version, WriteMode, WriteOptions,
+    };
+    use claude_memory::{MemoryPath, MemoryStore};
+
+    impl MemoryStore for super::CapsItsFiles {
+        fn max_files(&self) -> Option<u64> {
+            Some(self.cap)
+        }
+        fn stat(&self, path: &MemoryPath) -> StoreResult<Option<Metadata>> {
+            self.look();
+            self.inner.stat(path)
+        }
+        fn read(&self, path: &MemoryPath, limit: u64) -> StoreResult<FileContent> {
+            self.inner.read(path, limit)
+        }
+        fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
+            self.look();
+            self.inner.list(dir)
+        }
+        fn write_opts(
+            &self,
+            path: &MemoryPath,
+            data: &[u8],
+            options: WriteOptions<'_>,
+        ) -> StoreResult<Version> {
+            let files = self.inner.list(&MemoryPath::root())?.len() as u64;
+            if options.mode == WriteMode::Create && files >= self.cap {
+                return Err(StoreError::TooManyFiles {
+                    path: path.clone(),
+                    limit: self.cap,
+                });
+            }
+            self.inner.write_opts(path, data, options)
+        }
+        fn delete_opts(&self, path: &MemoryPath, options: DeleteOptions<'_>) -> StoreResult<bool> {
+            self.inner.delete_opts(path, options)
+        }
+        fn rename_opts(
+            &self,
+            from: &MemoryPath,
+            to: &MemoryPath,
+            options: RenameOptions<'_>,
+        ) -> StoreResult<()> {
+            self.inner.rename_opts(from, to, options)
+        }
+    }
+}
+
+/// Under a file limit no lower than the store's own cap, the handler
+/// leaves the count to the store (no look at the store before a create),
+/// and the store's refusal reads as SPEC's file limit.
+#[test]
+fn a_store_that_caps_its_own_files_is_not_counted_before_a_create() {
+    let tool = MemoryTool::with_config(CapsItsFiles::new(2), Config::default().with_max_files(2));
+    for name in ["a", "b"] {
+        let (err, text) = call(
+            &tool,
+            json!({"command": "create", "path": format!("/memories/{name}.md"), "file_text": "x"}),
+        );
+        assert!(!err, "{text}");
+    }
+    assert_eq!(
+        tool.store()
+            .looks
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+    let (err, text) = call(
+        &tool,
+        json!({"command": "create", "path": "/memories/c.md", "file_text": "x"}),
+    );
+    assert!(err);
+    assert_eq!(
+        text,
+        "Error: Cannot create /memories/c.md: the memory store is at its limit of 2 files. Delete or merge memories first"
+    );
+}
+
+/// A limit lower than the store's own cap is the handler's to count.
+#[test]
+fn a_lower_limit_than_the_stores_cap_is_still_counted() {
+    let tool = MemoryTool::with_config(CapsItsFiles::new(10), Config::default().with_max_files(1));
+    let (err, text) = call(
+        &tool,
+        json!({"command": "create", "path": "/memories/a.md", "file_text": "x"}),
+    );
+    assert!(!err, "{text}");
+    let (err, text) = call(
+        &tool,
+        json!({"command": "create", "path": "/memories/b.md", "file_text": "x"}),
+    );
+    assert!(err);
+    assert_eq!(
+        text,
+        "Error: Cannot create /memories/b.md: the memory store is at its limit of 1 files. Delete or merge memories first"
+    );
+    assert!(
+        tool.store()
+            .looks
+            .load(std::sync::atomic::Ordering::Relaxed)
+            > 0
+    );
+}

@@ -100,6 +100,9 @@ impl MemoryStore for Stall {
     fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<claude_memory::store::Tree>> {
         self.0.list_tree(dir)
     }
+    fn max_files(&self) -> Option<u64> {
+        self.0.max_files()
+    }
     fn write_opts(
         &self,
         path: &MemoryPath,

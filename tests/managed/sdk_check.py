@@ -275,6 +275,24 @@ def check_endpoints():
     expect(len(list(mem.list(full_sid, limit=100))) == 2000, "list pages through all 2,000 (limit=100)")
     ms.delete(full_sid)
 
+    print("the caps and fill controls, and the beta header")
+    capped = ms.create(name="capped").id
+    control("POST", "/_emulator/fill", {"memory_store_id": capped, "count": 120})
+    filled, _ = raw_page(item_model, mem.with_raw_response.list(capped, limit=100), "list a filled store")
+    expect(len(list(mem.list(capped, limit=100))) == 120 and filled[0].path == "/d00/f000.md",
+           "fill: 120 memories /dNN/fKKK.md, typed as the SDK's memories")
+    control("POST", "/_emulator/caps", {"memory_store_id": capped, "memories": 121, "versions": 121})
+    one = mem.create(capped, path="/extra.md", content="x")
+    raises(anthropic.BadRequestError, lambda: mem.create(capped, path="/over.md", content=""),
+           "a create past the memory cap", "invalid_request_error")
+    raises(anthropic.BadRequestError, lambda: mem.update(one.id, memory_store_id=capped, content="y"),
+           "an update past the version cap (121 versions)", "invalid_request_error")
+    mem.delete(one.id, memory_store_id=capped)
+    ok("a delete past the version cap is allowed")
+    raises(anthropic.BadRequestError, lambda: mem.list(capped, betas=["managed-agents-2026-04-01"]),
+           "both betas in one request", "invalid_request_error")
+    ms.delete(capped)
+
     print("listing memories")
     for p in ["/notes/c.md", "/notes/sub/d.md", "/notes/sub/deeper/e.md", "/notes-archive/x.md"]:
         mem.create(sid, path=p, content=p)

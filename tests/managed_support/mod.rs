@@ -205,3 +205,19 @@ pub fn cli(store: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> std::process::O
         .output()
         .expect("run the CLI")
 }
+
+/// Fills store `id` with `count` memories `/dNN/fKKK.md` (50 a directory,
+/// "line one\nline two\n"), as the API would write them, in one request.
+pub fn fill(id: &str, count: usize) {
+    let body = json!({"memory_store_id": id, "count": count});
+    let (code, answer) = http("POST", "/_emulator/fill", Some(&body));
+    assert_eq!(code, 200, "{answer}");
+}
+
+/// Sets store `id`'s caps (the emulator's `caps` control): `what` is
+/// "memories" or "versions".
+pub fn cap(id: &str, what: &str, n: u64) {
+    let body = json!({"memory_store_id": id, what: n});
+    let (code, answer) = http("POST", "/_emulator/caps", Some(&body));
+    assert_eq!(code, 200, "{answer}");
+}

@@ -52,6 +52,9 @@ impl MemoryStore for Watched {
     fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<claude_memory::store::Tree>> {
         self.watch(|| self.inner.list_tree(dir))
     }
+    fn max_files(&self) -> Option<u64> {
+        self.inner.max_files()
+    }
     fn write_opts(
         &self,
         path: &MemoryPath,

@@ -146,15 +146,22 @@ impl ManagedStore {
 
     /// Keeps `path`'s parent in existence after its entry left it, knowing
     /// from `siblings` (the parent's listing before the change) whether
-    /// that entry was all it held: no request when it was not.
+    /// that entry was all it held: no request when it was not, the
+    /// marker's create when it was. (A marker in a directory another
+    /// client filled meanwhile hides nothing; the next write there drops
+    /// it.)
     pub(super) fn keep_parent_of(&self, path: &MemoryPath, siblings: &[Item]) {
+        let Some(parent) = path.parent().filter(|p| !p.is_root()) else {
+            return;
+        };
         let me = key(path);
-        let others = siblings.iter().any(|item| match item {
-            Item::Memory(m) => m.path != me && !is_marker(item),
+        let kept = siblings.iter().any(|item| match item {
+            Item::Memory(m) => m.path != me,
             Item::Prefix { path } => path.strip_suffix('/') != Some(&me),
         });
-        if !others {
-            self.keep_parent(path);
+        if !kept {
+            // Best effort, as keep_parent.
+            let _ = self.api.create(&format!("{}{MARKER}", prefix(&parent)), "");
         }
     }
 

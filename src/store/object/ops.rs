@@ -376,6 +376,11 @@ impl MemoryStore for CloudStore {
         Ok(None)
     }
 
+    /// A bucket holds any number of objects.
+    fn max_files(&self) -> Option<u64> {
+        None
+    }
+
     fn list(&self, dir: &MemoryPath) -> StoreResult<Vec<DirEntry>> {
         let (store, key) = (self.bucket(), self.layout.key(dir));
         let listed = match self.stash.take(&key) {
