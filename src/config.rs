@@ -75,7 +75,10 @@ impl Config {
     /// The file count is checked before a create, not atomically with it:
     /// two processes creating at once may end one over the limit (unlike
     /// [`max_store_size`](Self::max_store_size), which the store checks
-    /// inside the write).
+    /// inside the write). A store that caps its own files
+    /// ([`MemoryStore::max_files`](crate::MemoryStore::max_files): a
+    /// managed memory store, whose service refuses a create past 2,000)
+    /// is not counted: its create answers, atomically.
     ///
     /// ```
     /// use claude_memory::{Config, InMemoryStore, MemoryTool};
