@@ -10,17 +10,15 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::mcp::MemoryServer;
 use crate::mcp::auth::Tokens;
+use crate::mcp::connections;
 use crate::mcp::guard::{self, Guards, Posts};
 use crate::mcp::sessions::Sessions;
 
@@ -258,73 +256,26 @@ impl HttpServer {
             .max_sessions
             .saturating_add(options.max_in_flight)
             .saturating_add(64);
-        let connections = Arc::new(Semaphore::new(options.max_connections.max(floor)));
-        let mut http1 = hyper::server::conn::http1::Builder::new();
-        http1
-            .timer(TokioTimer::new())
-            .header_read_timeout(options.header_timeout);
-        let (stop, stopped) = tokio::sync::watch::channel(false);
-        let mut open = JoinSet::new();
-        let mut shutdown = std::pin::pin!(shutdown);
-        loop {
-            while open.try_join_next().is_some() {}
-            // A free connection slot first, then a connection: past the
-            // bound, clients wait in the listen queue.
-            let slot = tokio::select! {
-                () = &mut shutdown => break,
-                slot = Arc::clone(&connections).acquire_owned() => slot,
-            };
-            let Ok(slot) = slot else { break };
-            let accepted = tokio::select! {
-                () = &mut shutdown => break,
-                accepted = listener.accept() => accepted,
-            };
-            let stream = match accepted {
-                // An answer streamed in pieces must not wait for the
-                // client's delayed ACK (Nagle): 40 ms a call otherwise.
-                Ok((stream, _)) => {
-                    let _ = stream.set_nodelay(true);
-                    stream
-                }
-                // Out of file descriptors, or a connection reset before it
-                // was accepted: wait a little and go on serving.
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            let connection = http1.serve_connection(
-                TokioIo::new(stream),
-                TowerToHyperService::new(router.clone()),
-            );
-            let mut stopped = stopped.clone();
-            open.spawn(async move {
-                let _slot = slot;
-                let mut connection = std::pin::pin!(connection);
-                tokio::select! {
-                    _ = connection.as_mut() => return,
-                    _ = stopped.wait_for(|s| *s) => connection.as_mut().graceful_shutdown(),
-                }
-                let _ = connection.await;
-            });
-        }
-        drop(listener);
+        let open = connections::accept(
+            listener,
+            router,
+            options.max_connections.max(floor),
+            options.header_timeout,
+            shutdown,
+        )
+        .await;
         // Stop taking requests (idle connections close); let the calls in
         // flight finish and their answers be sent before the streams are
         // cut; then end every session and, soon after, every connection
         // still open (a client that never finished its request).
-        let _ = stop.send(true);
+        open.stop_taking();
         let _ = tokio::time::timeout(options.shutdown_grace, async {
             server.calls_finished().await;
             posts.finished().await;
         })
         .await;
         cancel.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(2), async {
-            while open.join_next().await.is_some() {}
-        })
-        .await;
-        open.abort_all();
+        open.close(Duration::from_secs(2)).await;
         Ok(())
     }
 }

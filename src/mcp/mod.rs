@@ -13,6 +13,8 @@
 //!   `/mcp`, with tokens ([`Tokens`], `auth.rs`), `Origin` and `Host`
 //!   checks, and bounds; `sessions.rs` binds each session to the token
 //!   that opened it and gives every token its share.
+//! - `connections.rs`: the bounded HTTP/1 connection loop (shared with
+//!   the review page, feature `ui`).
 //! - [`shutdown_signal`] (`shutdown.rs`): SIGINT and SIGTERM.
 //!
 //! ```no_run
@@ -29,6 +31,7 @@
 
 mod actor;
 mod auth;
+pub(crate) mod connections;
 mod guard;
 mod handler;
 mod http;
