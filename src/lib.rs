@@ -147,6 +147,8 @@ pub mod store;
 pub mod sync;
 pub mod tenant;
 mod tool;
+#[cfg(feature = "ui")]
+pub mod ui;
 pub mod url;
 
 pub use api::{ToolResultBlock, ToolUseBlock, tool_definition, tool_definition_with_cache_control};

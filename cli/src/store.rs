@@ -81,7 +81,7 @@ pub struct Stack<'a> {
     /// `--key-file`, `--passphrase-file`.
     pub ring: Option<&'a Keyring>,
     /// Who the history records as the actor of a change.
-    pub label: &'static str,
+    pub label: &'a str,
 }
 
 impl Stack<'_> {
@@ -165,6 +165,27 @@ impl Stack<'_> {
                 what: "a managed memory store",
             },
         )
+    }
+
+    /// What the review page shows: the store with its versions where it
+    /// keeps them (a managed store's own, or a history the open finds or
+    /// `history` starts), else the store alone.
+    #[cfg(feature = "ui")]
+    pub fn review(
+        &self,
+        access: Access,
+        history: HistoryLogs,
+    ) -> Result<claude_memory::ui::Backend, Failure> {
+        use claude_memory::ui::Backend;
+        #[cfg(feature = "managed")]
+        if let StoreUrl::Managed(_) = self.url {
+            return Ok(Backend::History(Box::new(self.managed(access)?)));
+        }
+        let opened = self.opened(access, history, false)?;
+        Ok(match opened.log {
+            Some(log) => Backend::History(Box::new(self.in_history(opened.store, log, access)?)),
+            None => Backend::Plain(opened.store),
+        })
     }
 
     fn in_history(

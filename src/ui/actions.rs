@@ -1,0 +1,325 @@
+//! The changes the page makes: edit, rename and delete a path; revert a
+//! version (or restore a deleted file), redact one, erase a text
+//! everywhere. Each is shown before it is made (`GET /act/NAME`, then a
+//! form whose `step=preview` shows what will change), and made by a
+//! second form (`step=do`), through the store's history where it keeps
+//! one: every change is a version of its own, which can be reverted.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Form, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use maud::{Markup, html};
+use serde_json::json;
+
+use super::layout::{browse_link, page, problem, q, size};
+use super::pages::{after, id_of, path_of};
+use super::{Ui, blocking, diff};
+use crate::history::ChangeOp;
+use crate::path::MemoryPath;
+use crate::store::{Context, EntryKind, StoreError, Version, WriteMode, WriteOptions};
+use crate::tool::MemoryTool;
+
+type Fields = HashMap<String, String>;
+type Done = Result<Markup, (StatusCode, String)>;
+
+/// The largest file the page edits.
+const EDIT_BYTES: u64 = 1 << 20;
+/// What the history notes for a change made here.
+const NOTE: &str = "made in the review page";
+
+fn bad(text: impl Into<String>) -> (StatusCode, String) {
+    (StatusCode::BAD_REQUEST, text.into())
+}
+
+fn failed(e: impl std::fmt::Display) -> (StatusCode, String) {
+    (StatusCode::CONFLICT, e.to_string())
+}
+
+fn field<'f>(fields: &'f Fields, name: &str) -> Option<&'f str> {
+    fields.get(name).map(String::as_str)
+}
+
+/// A form posting to `/act/{action}` with its anti-forgery token and the
+/// hidden `fields`, and a submit button saying `button`.
+fn form(ui: &Ui, action: &str, step: &str, fields: &[(&str, &str)], inner: Markup, button: &str) -> Markup {
+    let to = format!("/act/{action}");
+    html! {
+        form method="post" action=(to) {
+            input type="hidden" name="csrf" value=(ui.guard.token(&to));
+            input type="hidden" name="step" value=(step);
+            @for (name, value) in fields { input type="hidden" name=(name) value=(value); }
+            (inner)
+            button type="submit" { (button) }
+            " " a href="/" { "Cancel" }
+        }
+    }
+}
+
+/// `GET /act/{action}`: what the action will do, and the form that asks
+/// for it.
+pub(crate) async fn confirm(
+    State(ui): State<Arc<Ui>>,
+    Path(action): Path<String>,
+    Query(fields): Query<Fields>,
+) -> Response {
+    if ui.options.read_only {
+        return problem(&ui, StatusCode::FORBIDDEN, "This page is read-only.");
+    }
+    let result = blocking(&ui, move |ui| step(ui, &action, "ask", &fields)).await;
+    respond(&ui, result)
+}
+
+/// `POST /act/{action}`: the preview (`step=preview`) or the change
+/// (`step=do`), only with the form's anti-forgery token.
+pub(crate) async fn act(
+    State(ui): State<Arc<Ui>>,
+    Path(action): Path<String>,
+    Form(fields): Form<Fields>,
+) -> Response {
+    if ui.options.read_only {
+        return problem(&ui, StatusCode::FORBIDDEN, "This page is read-only.");
+    }
+    let token = field(&fields, "csrf").unwrap_or("");
+    if !ui.guard.token_ok(&format!("/act/{action}"), token) {
+        return problem(
+            &ui,
+            StatusCode::FORBIDDEN,
+            "This form is not one this page gave (its anti-forgery token does not match): open the page again.",
+        );
+    }
+    let result = blocking(&ui, move |ui| {
+        let at = field(&fields, "step").unwrap_or("preview").to_owned();
+        step(ui, &action, &at, &fields)
+    })
+    .await;
+    respond(&ui, result)
+}
+
+fn respond(ui: &Arc<Ui>, result: Option<Done>) -> Response {
+    match result {
+        Some(Ok(body)) => page(ui, "Change", body).into_response(),
+        Some(Err((status, text))) => problem(ui, status, &text),
+        None => problem(ui, StatusCode::INTERNAL_SERVER_ERROR, "The change failed."),
+    }
+}
+
+fn step(ui: &Ui, action: &str, at: &str, f: &Fields) -> Done {
+    match (action, at) {
+        ("edit", _) => edit(ui, at, f),
+        ("rename", _) => rename(ui, at, f),
+        ("delete", _) => delete(ui, at, f),
+        ("revert", _) => revert(ui, at, f),
+        ("redact", _) => redact(ui, at, f),
+        ("erase", _) => erase(ui, at, f),
+        _ => Err((StatusCode::NOT_FOUND, format!("No action {action}."))),
+    }
+}
+
+fn done(text: String, link: &str) -> Done {
+    Ok(html! {
+        h1 { "Done" }
+        p.done { (text) }
+        p { a href=(link) { "Go on" } }
+    })
+}
+
+fn edit(ui: &Ui, at: &str, f: &Fields) -> Done {
+    let path = path_of(field(f, "path"))?;
+    let store = ui.backend.store();
+    let current = store.read(&path, EDIT_BYTES).map_err(|e| match e {
+        StoreError::TooLarge { .. } => bad(format!("{path} is over {}: the page does not edit it.", size(EDIT_BYTES))),
+        e => failed(e),
+    })?;
+    let Ok(text) = String::from_utf8(current.data) else {
+        return Err(bad(format!("{path} is not UTF-8 text: the page does not edit it.")));
+    };
+    let base = current.version.get().to_string();
+    let p = path.as_str();
+    match at {
+        "ask" => Ok(html! {
+            h1 { "Edit " (p) }
+            (form(ui, "edit", "preview", &[("path", p), ("base", &base)], html! {
+                textarea name="content" rows="30" cols="100" { (text) }
+            }, "Show the change"))
+        }),
+        "preview" => {
+            let new = field(f, "content").unwrap_or("").replace("\r\n", "\n");
+            Ok(html! {
+                h1 { "Edit " (p) ": the change" }
+                (diff::render(&text, &new, false))
+                (form(ui, "edit", "do", &[("path", p), ("base", field(f, "base").unwrap_or("")), ("content", &new)], html! {}, "Save"))
+            })
+        }
+        _ => {
+            let new = field(f, "content").unwrap_or("");
+            let base: u128 = field(f, "base").and_then(|b| b.parse().ok()).ok_or_else(|| bad("No base version."))?;
+            let options = WriteOptions {
+                mode: WriteMode::Update(Version::new(base)),
+                quota: None,
+                context: Context { call: None, note: Some(NOTE) },
+            };
+            match store.write_opts(&path, new.as_bytes(), options) {
+                Ok(_) => done(format!("Saved {p}."), &browse_link(p)),
+                Err(StoreError::Conflict { .. }) => Err(failed(format!(
+                    "{p} changed since you opened it: nothing was saved. Open it again."
+                ))),
+                Err(e) => Err(failed(e)),
+            }
+        }
+    }
+}
+
+/// Runs one memory command through the handler, as a model's would run.
+fn command(ui: &Ui, input: serde_json::Value) -> Result<String, (StatusCode, String)> {
+    let tool = MemoryTool::new(ui.backend.store());
+    let result = tool.dispatch(&input);
+    let text = result.text().unwrap_or_default().to_owned();
+    match result.is_error {
+        true => Err(failed(text)),
+        false => Ok(text),
+    }
+}
+
+fn rename(ui: &Ui, at: &str, f: &Fields) -> Done {
+    let path = path_of(field(f, "path"))?;
+    let p = path.as_str();
+    match at {
+        "ask" => Ok(html! {
+            h1 { "Rename " (p) }
+            (form(ui, "rename", "preview", &[("path", p)], html! {
+                label { "New path " input name="to" value=(p) size="80" required; }
+            }, "Show the change"))
+        }),
+        "preview" => {
+            let to = path_of(field(f, "to"))?;
+            Ok(html! {
+                h1 { "Rename" }
+                p { "Move " code { (p) } " to " code { (to.as_str()) } "." }
+                (form(ui, "rename", "do", &[("path", p), ("to", to.as_str())], html! {}, "Rename"))
+            })
+        }
+        _ => {
+            let to = path_of(field(f, "to"))?;
+            let text = command(ui, json!({"command": "rename", "old_path": p, "new_path": to.as_str()}))?;
+            done(text, &browse_link(to.as_str()))
+        }
+    }
+}
+
+fn delete(ui: &Ui, at: &str, f: &Fields) -> Done {
+    let path = path_of(field(f, "path"))?;
+    let p = path.as_str();
+    let parent = path.parent().unwrap_or_else(MemoryPath::root);
+    match at {
+        "ask" | "preview" => {
+            let meta = ui.backend.store().stat(&path).map_err(failed)?;
+            let what = match meta {
+                None => return Err((StatusCode::NOT_FOUND, format!("Nothing is at {p}."))),
+                Some(m) if m.kind == EntryKind::Directory => "the directory and everything below it".to_owned(),
+                Some(m) => format!("the file ({})", size(m.len)),
+            };
+            Ok(html! {
+                h1 { "Delete " (p) }
+                p { "This deletes " (what) "." @if ui.backend.versions().is_some() { " Its versions stay: it can be restored." } }
+                (form(ui, "delete", "do", &[("path", p)], html! {}, "Delete"))
+            })
+        }
+        _ => {
+            let text = command(ui, json!({"command": "delete", "path": p}))?;
+            done(text, &browse_link(parent.as_str()))
+        }
+    }
+}
+
+fn versions(ui: &Ui) -> Result<&(dyn crate::history::Versions + Send + Sync), (StatusCode, String)> {
+    ui.backend
+        .versions()
+        .ok_or_else(|| bad("This store keeps no history: open it with --history."))
+}
+
+fn revert(ui: &Ui, at: &str, f: &Fields) -> Done {
+    let versions = versions(ui)?;
+    let id = id_of(field(f, "id"))?;
+    let shown = id.to_string();
+    match at {
+        "ask" | "preview" => {
+            let v = versions.show(&id).map_err(failed)?;
+            let target = match v.op {
+                ChangeOp::Deleted => v.text().unwrap_or_default(),
+                _ => after(&v),
+            };
+            let now = versions
+                .current(&v.file)
+                .map_err(failed)?
+                .map(|(_, data)| String::from_utf8_lossy(&data).into_owned())
+                .unwrap_or_default();
+            let path = v.path.clone().unwrap_or_default();
+            Ok(html! {
+                h1 { @if v.op == ChangeOp::Deleted { "Restore " } @else { "Revert " } (path) " to " (shown) }
+                p { "The file now, and as it will be:" }
+                (diff::render(&now, &target, false))
+                (form(ui, "revert", "do", &[("id", &shown)], html! {}, "Revert"))
+            })
+        }
+        _ => match versions.revert_to(&id).map_err(failed)? {
+            Some(path) => done(format!("Reverted {path} to {shown}."), &format!("/changes?path={}", q(&path))),
+            None => done(format!("The file already holds {shown}: nothing changed."), "/changes"),
+        },
+    }
+}
+
+fn redact(ui: &Ui, at: &str, f: &Fields) -> Done {
+    let versions = versions(ui)?;
+    let id = id_of(field(f, "id"))?;
+    let shown = id.to_string();
+    match at {
+        "ask" | "preview" => Ok(html! {
+            h1 { "Redact " (shown) }
+            p { "This erases the content of version " (shown) " (and, where the history keeps them, of every version holding the same content), for good. The file as it is now does not change." }
+            (form(ui, "redact", "do", &[("id", &shown)], html! {}, "Redact"))
+        }),
+        _ => {
+            let erased = versions.redact_version(&id).map_err(failed)?;
+            let list: Vec<String> = erased.iter().map(ToString::to_string).collect();
+            done(format!("Redacted: {}.", list.join(", ")), "/changes")
+        }
+    }
+}
+
+fn erase(ui: &Ui, at: &str, f: &Fields) -> Done {
+    let versions = versions(ui)?;
+    match at {
+        "ask" => Ok(html! {
+            h1 { "Erase a text everywhere" }
+            (form(ui, "erase", "preview", &[], html! {
+                label { "Text " input name="text" size="60" required; }
+            }, "Show what holds it"))
+        }),
+        "preview" => {
+            let text = field(f, "text").unwrap_or("");
+            if text.is_empty() {
+                return Err(bad("No text to erase."));
+            }
+            Ok(html! {
+                h1 { "Erase a text everywhere" }
+                p { "This erases every copy of the text below from every version that holds it and from the files that hold it now, for good." }
+                pre.file { (text) }
+                (form(ui, "erase", "do", &[("text", text)], html! {}, "Erase"))
+            })
+        }
+        _ => {
+            let text = field(f, "text").unwrap_or("");
+            if text.is_empty() {
+                return Err(bad("No text to erase."));
+            }
+            let (ids, files) = versions.erase_text(text.as_bytes()).map_err(failed)?;
+            done(
+                format!("Erased from {} versions and {} files.", ids.len(), files.len()),
+                "/changes",
+            )
+        }
+    }
+}
