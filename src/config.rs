@@ -40,7 +40,9 @@ pub struct Config {
     /// What `create` does with an existing file. Default [`CreatePolicy::Reject`].
     pub create_policy: CreatePolicy,
     /// Most path segments below `/memories` a create or rename may make
-    /// (`/memories/a/b.md` has 2). Default: none (SPEC's byte limits only).
+    /// (`/memories/a/b.md` has 2); a rename to a path of no more segments
+    /// than its source makes nothing deeper and is not measured. Default:
+    /// none (SPEC's byte limits only).
     pub max_path_segments: Option<usize>,
     /// Most files the store may hold; a create of a new file past it
     /// fails. Default: none.

@@ -146,6 +146,17 @@ pub enum Command {
     /// if it is missing. SIGINT/SIGTERM stop it after the calls in flight.
     Mcp(crate::mcp::McpArgs),
 
+    /// Open the review page: the store and its history in a browser.
+    ///
+    /// Prints the page's URL on its first line. Browse the tree, a file as
+    /// the model sees it, search; with a history (or a managed store's own
+    /// versions), each file's timeline, diffs of any two versions, and
+    /// revert, restore, redact, erase; edit, rename and delete by hand.
+    /// Every change is shown before it is made and is recorded (actor
+    /// ui:USER) like any other. Loopback by default; any other address
+    /// needs --token-file. SIGINT/SIGTERM stop it.
+    Ui(crate::ui::UiArgs),
+
     /// Keep this store in step with a managed memory store.
     ///
     /// Both ways, by the rules of Anthropic's SDKs: a change on one side

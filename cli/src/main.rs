@@ -23,6 +23,7 @@ mod prune;
 mod stats;
 mod store;
 mod sync;
+mod ui;
 mod view;
 
 use std::io;
@@ -94,14 +95,16 @@ fn run(cli: Cli) -> Outcome {
         false => HistoryLogs::IfKept,
     };
     let ring = crypt::ring(&cli.key_file, cli.passphrase_file.as_deref(), tenant)?;
+    let label = match cli.command {
+        Command::Mcp(_) => "claude-memory-mcp".to_owned(),
+        Command::Ui(_) => ui::actor(),
+        _ => "claude-memory-cli".to_owned(),
+    };
     let stack = Stack {
         url: &spec,
         tenant,
         ring: ring.as_ref(),
-        label: match cli.command {
-            Command::Mcp(_) => "claude-memory-mcp",
-            _ => "claude-memory-cli",
-        },
+        label: &label,
     };
     let open = |access: Access| -> Result<Tool, Failure> {
         Ok(MemoryTool::with_config(
@@ -170,6 +173,7 @@ fn run(cli: Cli) -> Outcome {
         }
         Command::Check => check::check(&open(Access::Read)?),
         Command::Archive { yes } => archive(&stack, yes),
+        Command::Ui(args) => ui::run(&stack, history, args),
         Command::History {
             action: Some(args::HistoryAction::Copy { to }),
             ..
@@ -291,6 +295,12 @@ fn archive(stack: &Stack, yes: bool) -> Outcome {
             stack.url.shown()
         )));
     };
+    let id = claude_memory::history::escape(id);
+    if stack.tenant.is_some() {
+        return Err(Failure::Usage(format!(
+            "archive archives the whole memory store {id}, every tenant's memories with it: run it without --tenant"
+        )));
+    }
     if !yes {
         return Err(Failure::Usage(format!(
             "archiving {id} cannot be undone: its memories stay readable and can never be changed again; run again with --yes to archive it"

@@ -51,7 +51,7 @@ pub struct McpArgs {
 
 /// `--http`'s address: `IP:PORT`, `[IPv6]:PORT`, `localhost:PORT` or a
 /// bare `PORT` (both loopback, 127.0.0.1), the forms people type.
-fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
     if let Ok(addr) = text.parse::<SocketAddr>() {
         return Ok(addr);
     }

@@ -136,13 +136,13 @@ impl<S: MemoryStore> MemoryStore for TenantStore<S> {
         }
     }
 
-    /// Forwarded: the tree's paths are relative to `dir`, so the base's
-    /// answer for the tenant's directory is this store's.
     /// The base store's: a tenant holds no more files than the whole store.
     fn max_files(&self) -> Option<u64> {
         self.base.max_files()
     }
 
+    /// Forwarded: the tree's paths are relative to `dir`, so the base's
+    /// answer for the tenant's directory is this store's.
     fn list_tree(&self, dir: &MemoryPath) -> StoreResult<Option<super::Tree>> {
         match self.base.list_tree(&self.inner(dir)) {
             // The tenant's root exists from the start, empty.

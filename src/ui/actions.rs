@@ -44,7 +44,14 @@ fn field<'f>(fields: &'f Fields, name: &str) -> Option<&'f str> {
 
 /// A form posting to `/act/{action}` with its anti-forgery token and the
 /// hidden `fields`, and a submit button saying `button`.
-fn form(ui: &Ui, action: &str, step: &str, fields: &[(&str, &str)], inner: Markup, button: &str) -> Markup {
+fn form(
+    ui: &Ui,
+    action: &str,
+    step: &str,
+    fields: &[(&str, &str)],
+    inner: Markup,
+    button: &str,
+) -> Markup {
     let to = format!("/act/{action}");
     html! {
         form method="post" action=(to) {
@@ -130,11 +137,16 @@ fn edit(ui: &Ui, at: &str, f: &Fields) -> Done {
     let path = path_of(field(f, "path"))?;
     let store = ui.backend.store();
     let current = store.read(&path, EDIT_BYTES).map_err(|e| match e {
-        StoreError::TooLarge { .. } => bad(format!("{path} is over {}: the page does not edit it.", size(EDIT_BYTES))),
+        StoreError::TooLarge { .. } => bad(format!(
+            "{path} is over {}: the page does not edit it.",
+            size(EDIT_BYTES)
+        )),
         e => failed(e),
     })?;
     let Ok(text) = String::from_utf8(current.data) else {
-        return Err(bad(format!("{path} is not UTF-8 text: the page does not edit it.")));
+        return Err(bad(format!(
+            "{path} is not UTF-8 text: the page does not edit it."
+        )));
     };
     let base = current.version.get().to_string();
     let p = path.as_str();
@@ -155,11 +167,16 @@ fn edit(ui: &Ui, at: &str, f: &Fields) -> Done {
         }
         _ => {
             let new = field(f, "content").unwrap_or("");
-            let base: u128 = field(f, "base").and_then(|b| b.parse().ok()).ok_or_else(|| bad("No base version."))?;
+            let base: u128 = field(f, "base")
+                .and_then(|b| b.parse().ok())
+                .ok_or_else(|| bad("No base version."))?;
             let options = WriteOptions {
                 mode: WriteMode::Update(Version::new(base)),
                 quota: None,
-                context: Context { call: None, note: Some(NOTE) },
+                context: Context {
+                    call: None,
+                    note: Some(NOTE),
+                },
             };
             match store.write_opts(&path, new.as_bytes(), options) {
                 Ok(_) => done(format!("Saved {p}."), &browse_link(p)),
@@ -203,7 +220,10 @@ fn rename(ui: &Ui, at: &str, f: &Fields) -> Done {
         }
         _ => {
             let to = path_of(field(f, "to"))?;
-            let text = command(ui, json!({"command": "rename", "old_path": p, "new_path": to.as_str()}))?;
+            let text = command(
+                ui,
+                json!({"command": "rename", "old_path": p, "new_path": to.as_str()}),
+            )?;
             done(text, &browse_link(to.as_str()))
         }
     }
@@ -218,7 +238,9 @@ fn delete(ui: &Ui, at: &str, f: &Fields) -> Done {
             let meta = ui.backend.store().stat(&path).map_err(failed)?;
             let what = match meta {
                 None => return Err((StatusCode::NOT_FOUND, format!("Nothing is at {p}."))),
-                Some(m) if m.kind == EntryKind::Directory => "the directory and everything below it".to_owned(),
+                Some(m) if m.kind == EntryKind::Directory => {
+                    "the directory and everything below it".to_owned()
+                }
                 Some(m) => format!("the file ({})", size(m.len)),
             };
             Ok(html! {
@@ -234,7 +256,9 @@ fn delete(ui: &Ui, at: &str, f: &Fields) -> Done {
     }
 }
 
-fn versions(ui: &Ui) -> Result<&(dyn crate::history::Versions + Send + Sync), (StatusCode, String)> {
+fn versions(
+    ui: &Ui,
+) -> Result<&(dyn crate::history::Versions + Send + Sync), (StatusCode, String)> {
     ui.backend
         .versions()
         .ok_or_else(|| bad("This store keeps no history: open it with --history."))
@@ -265,8 +289,14 @@ fn revert(ui: &Ui, at: &str, f: &Fields) -> Done {
             })
         }
         _ => match versions.revert_to(&id).map_err(failed)? {
-            Some(path) => done(format!("Reverted {path} to {shown}."), &format!("/changes?path={}", q(&path))),
-            None => done(format!("The file already holds {shown}: nothing changed."), "/changes"),
+            Some(path) => done(
+                format!("Reverted {path} to {shown}."),
+                &format!("/changes?path={}", q(&path)),
+            ),
+            None => done(
+                format!("The file already holds {shown}: nothing changed."),
+                "/changes",
+            ),
         },
     }
 }
@@ -317,7 +347,11 @@ fn erase(ui: &Ui, at: &str, f: &Fields) -> Done {
             }
             let (ids, files) = versions.erase_text(text.as_bytes()).map_err(failed)?;
             done(
-                format!("Erased from {} versions and {} files.", ids.len(), files.len()),
+                format!(
+                    "Erased from {} versions and {} files.",
+                    ids.len(),
+                    files.len()
+                ),
                 "/changes",
             )
         }

@@ -90,9 +90,9 @@ impl Keys {
     fn session_ok(&self, presented: &str) -> bool {
         use subtle::ConstantTimeEq as _;
         let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        sessions
-            .iter()
-            .fold(false, |hit, s| hit | bool::from(s.as_bytes().ct_eq(presented.as_bytes())))
+        sessions.iter().fold(false, |hit, s| {
+            hit | bool::from(s.as_bytes().ct_eq(presented.as_bytes()))
+        })
     }
 }
 
@@ -164,9 +164,7 @@ pub(crate) async fn check(State(ui): State<Arc<Ui>>, request: Request, next: Nex
     let reading = matches!(*request.method(), Method::GET | Method::HEAD);
     if !reading {
         let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
-        let site = headers
-            .get("sec-fetch-site")
-            .and_then(|s| s.to_str().ok());
+        let site = headers.get("sec-fetch-site").and_then(|s| s.to_str().ok());
         if origin != Some(&format!("http://{host}")) || site.is_some_and(|s| s != "same-origin") {
             return plain(
                 StatusCode::FORBIDDEN,
@@ -225,10 +223,18 @@ pub(crate) async fn login(State(ui): State<Arc<Ui>>, Form(form): Form<Login>) ->
             .as_ref()
             .is_some_and(|t| t.check(form.token.as_bytes()).is_some());
     if !good {
-        return layout::problem(&ui, StatusCode::UNAUTHORIZED, "That token is not one of the page's.");
+        return layout::problem(
+            &ui,
+            StatusCode::UNAUTHORIZED,
+            "That token is not one of the page's.",
+        );
     }
     let Some(session) = ui.guard.new_session() else {
-        return layout::problem(&ui, StatusCode::INTERNAL_SERVER_ERROR, "No random session could be made.");
+        return layout::problem(
+            &ui,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "No random session could be made.",
+        );
     };
     let mut response = Redirect::to("/").into_response();
     let cookie = format!("{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/");

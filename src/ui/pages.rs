@@ -241,12 +241,11 @@ pub(crate) async fn search(State(ui): State<Arc<Ui>>, Query(s): Query<Search>) -
     answer(&ui, "Search", result)
 }
 
-/// Files whose path or content holds `needle` (lowercase), with up to
-/// three matching lines each.
-fn find(
-    store: &dyn MemoryStore,
-    needle: &str,
-) -> Result<Vec<(String, Vec<(usize, String)>)>, (StatusCode, String)> {
+/// A file a search found: its path, and up to three matching lines.
+type Hit = (String, Vec<(usize, String)>);
+
+/// Files whose path or content holds `needle` (lowercase).
+fn find(store: &dyn MemoryStore, needle: &str) -> Result<Vec<Hit>, (StatusCode, String)> {
     let mut found = Vec::new();
     let mut seen = 0usize;
     walk_skipping_unlistable(store, &MemoryPath::root(), Order::ByName, &mut |step| {
@@ -330,9 +329,10 @@ pub(crate) async fn changes(State(ui): State<Arc<Ui>>, Query(c): Query<Changes>)
                 filters.push_str(&format!("&{name}={}", q(&v)));
             }
         }
-        let older = page.first().filter(|_| page.len() == CHANGES).map(|v| {
-            format!("/changes?before={}{filters}", q(&v.id.to_string()))
-        });
+        let older = page
+            .first()
+            .filter(|_| page.len() == CHANGES)
+            .map(|v| format!("/changes?before={}{filters}", q(&v.id.to_string())));
         Ok(html! {
             h1 {
                 @match &path { Some(p) => { "History of " (p.as_str()) }, None => "Changes" }

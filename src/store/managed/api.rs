@@ -158,7 +158,7 @@ impl Api {
     /// never changed); an archived one is answered unchanged.
     pub(crate) fn archive(&self) -> Result<StoreInfo, Fail> {
         let body = self.send(reqwest::Method::POST, "/archive", &[], None)?;
-        parse(&body)
+        written(&body)
     }
 
     /// Every item below `prefix` (ending in `/`), all pages; `depth` 1
@@ -233,7 +233,7 @@ impl Api {
         let below = format!("/memory_versions/{}/redact", escaped(id));
         // No body, as the API reference and the official SDKs send it.
         let body = self.send(reqwest::Method::POST, &below, &[], None)?;
-        parse(&body)
+        written(&body)
     }
 
     /// One memory with its content.
@@ -247,7 +247,7 @@ impl Api {
     pub(crate) fn create(&self, path: &str, content: &str) -> Result<Memory, Fail> {
         let body = json!({"path": path, "content": content});
         let got = self.send(reqwest::Method::POST, "/memories", &[], Some(body))?;
-        parse(&got)
+        written(&got)
     }
 
     /// Changes a memory's content, path or both, only if its content is
@@ -269,7 +269,7 @@ impl Api {
             body["path"] = Value::from(path);
         }
         let got = self.send(reqwest::Method::POST, &memory(id), &[], Some(body))?;
-        parse(&got)
+        written(&got)
     }
 
     /// Deletes a memory only if its content is still `sha`.
@@ -342,6 +342,12 @@ fn parse<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Fail> {
     serde_json::from_slice(body).map_err(|_| Fail::Unreachable(RemoteCause::Unavailable))
 }
 
+/// A write's 2xx answer: one not of the documented shape still says the
+/// write happened, so its outcome is unknown, never "not reached".
+fn written<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Fail> {
+    serde_json::from_slice(body).map_err(|_| Fail::Unknown(RemoteCause::Unavailable))
+}
+
 /// The attempts of one request.
 async fn attempts(
     request: reqwest::RequestBuilder,
@@ -350,13 +356,21 @@ async fn attempts(
     repeat: bool,
 ) -> Result<Vec<u8>, Fail> {
     let mut attempt = 0u32;
+    // A write repeated after a 5xx may have happened the first time: a 409
+    // or 404 to the repeat may then be about this very write.
+    let mut maybe_done = false;
     loop {
         let Some(this) = request.try_clone() else {
             return Err(Fail::Unreachable(RemoteCause::Unavailable));
         };
         let response = match this.send().await {
             Ok(r) => r,
-            Err(e) => return Err(transport(&e, write, retry.timeout)),
+            Err(e) => {
+                return Err(match transport(&e, write, retry.timeout) {
+                    Fail::Unreachable(cause) if maybe_done => Fail::Unknown(cause),
+                    fail => fail,
+                });
+            }
         };
         let status = response.status().as_u16();
         let wait = wait_for(response.headers(), attempt, retry.max_wait);
@@ -366,6 +380,7 @@ async fn attempts(
             .is_none_or(|v| v.as_bytes() != b"false");
         match status {
             200..=299 => return body(response, write, retry.timeout).await,
+            409 | 404 if maybe_done => return Err(Fail::Unknown(RemoteCause::Unavailable)),
             409 => return Err(Fail::Conflict),
             404 => return Err(Fail::NotFound),
             400 | 413 | 422 => return Err(Fail::Refused),
@@ -374,10 +389,12 @@ async fn attempts(
                 if may_retry && attempt < retry.retries && (repeat || status == 429) =>
             {
                 attempt += 1;
+                maybe_done |= write && status != 429;
                 tokio::time::sleep(wait).await;
             }
-            429 => return Err(Fail::Unreachable(RemoteCause::Throttled)),
-            500..=599 if !repeat => return Err(Fail::Unknown(RemoteCause::Unavailable)),
+            429 if !maybe_done => return Err(Fail::Unreachable(RemoteCause::Throttled)),
+            500..=599 if write => return Err(Fail::Unknown(RemoteCause::Unavailable)),
+            _ if maybe_done => return Err(Fail::Unknown(RemoteCause::Unavailable)),
             _ => return Err(Fail::Unreachable(RemoteCause::Unavailable)),
         }
     }

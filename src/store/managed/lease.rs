@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ManagedStore;
 use super::api::{Api, Fail, Item, Memory};
-use super::ops::fail;
+use super::ops::{Refused, fail};
 use super::tree::{Found, key, prefix};
 use crate::path::{MemoryPath, is_reserved};
 use crate::store::{RemoteCause, StoreError, StoreResult, UPDATE_ATTEMPTS};
@@ -154,6 +154,7 @@ impl ManagedStore {
                         std::thread::sleep(Duration::from_millis(wait));
                     }
                 }
+                Err(Fail::Refused) => return Err(self.refused(path, Refused::Lease)),
                 Err(e) => return Err(fail(e, path)),
             }
         }
@@ -259,6 +260,7 @@ impl ManagedStore {
     /// A directory move: under the lease, the checks, the record, then
     /// each memory.
     pub(super) fn rename_dir(&self, from: &MemoryPath, to: &MemoryPath) -> StoreResult<()> {
+        self.writable(from)?;
         let mut lease = self.lease(from)?;
         let below = self.below(from)?;
         if below.is_empty() {

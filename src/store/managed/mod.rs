@@ -18,13 +18,15 @@ mod versions;
 pub(crate) use versions::{ServiceVersion, TOO_MANY};
 
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use api::{Api, Fail, Retry};
 
 use crate::path::MemoryPath;
 use crate::store::runtime::Io;
-use crate::store::{RemoteCause, StoreResult};
+use crate::store::{RemoteCause, StoreError, StoreResult};
 
 /// The endpoint when `ANTHROPIC_BASE_URL` is not set.
 const DEFAULT_BASE: &str = "https://api.anthropic.com";
@@ -54,8 +56,10 @@ pub struct ManagedStore {
     pub(crate) api: Api,
     /// The memory store's id (`memstore_…`).
     pub(crate) id: String,
-    /// Archived when opened: every write is refused before any request.
-    pub(crate) archived: bool,
+    /// Known to be archived (when opened, archived by this handle, or
+    /// learnt from a refusal; it cannot be undone): every write is refused
+    /// before its request is sent.
+    pub(crate) archived: Arc<AtomicBool>,
 }
 
 impl fmt::Debug for ManagedStore {
@@ -80,10 +84,17 @@ impl ManagedStore {
     /// that says so. Archiving cannot be undone; a store already archived
     /// is left as it is.
     pub fn archive(&self) -> StoreResult<()> {
-        self.api
-            .archive()
-            .map(|_| ())
-            .map_err(|e| ops::fail(e, &MemoryPath::root()))
+        let root = MemoryPath::root();
+        let info = self.api.archive().map_err(|e| ops::fail(e, &root))?;
+        if info.archived_at.is_none() {
+            // Answered, and not archived: the service did not do it.
+            return Err(StoreError::Invalid {
+                path: root,
+                reason: "the memory store answered the archive as not archived",
+            });
+        }
+        self.archived.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Settings for memory store `id`.
@@ -209,7 +220,11 @@ impl ManagedBuilder {
                 return Err(unreachable(RemoteCause::Unavailable));
             }
         };
-        let store = ManagedStore { api, id, archived };
+        let store = ManagedStore {
+            api,
+            id,
+            archived: Arc::new(AtomicBool::new(archived)),
+        };
         if !archived {
             store.recover();
         }

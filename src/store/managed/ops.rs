@@ -6,6 +6,7 @@
 //! only when it refuses.
 
 use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 
 use super::ManagedStore;
 use super::api::{Fail, Item, Memory};
@@ -50,6 +51,20 @@ pub(super) fn fail(e: Fail, path: &MemoryPath) -> StoreError {
     }
 }
 
+/// A lease refused in a store at its cap of memories.
+const FULL: &str = "the memory store holds its 2,000 memories, and a directory move needs room for one more for a moment: delete a file first";
+
+/// Which write the service refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refused {
+    /// A memory's create.
+    Create,
+    /// An update, a move or a delete.
+    Change,
+    /// The lease's create.
+    Lease,
+}
+
 /// A write to an archived memory store.
 fn archived(path: &MemoryPath) -> StoreError {
     StoreError::Invalid {
@@ -76,10 +91,11 @@ fn fits<'d>(path: &MemoryPath, data: &'d [u8]) -> StoreResult<&'d str> {
 }
 
 impl ManagedStore {
-    /// Refuses every write, before any request, to a store archived when
-    /// it was opened.
-    fn writable(&self, path: &MemoryPath) -> StoreResult<()> {
-        match self.archived {
+    /// Refuses a write, before its request, to a store known to be
+    /// archived. Called after the command's own checks (their answers
+    /// come first, as on any store).
+    pub(super) fn writable(&self, path: &MemoryPath) -> StoreResult<()> {
+        match self.archived.load(Ordering::Relaxed) {
             true => Err(archived(path)),
             false => Ok(()),
         }
@@ -87,16 +103,26 @@ impl ManagedStore {
 
     /// Why the service refused a write as invalid when every rule this
     /// store checks first held, asked only now, on the refusal: the
-    /// store was archived, or (for a create) it is at its cap of
-    /// memories ([`StoreError::TooManyFiles`]).
-    fn refused(&self, path: &MemoryPath, creating: bool) -> StoreError {
+    /// store was archived, or it is at its cap of memories (for a
+    /// create, [`StoreError::TooManyFiles`]; for the lease a directory
+    /// move or delete needs, an error that says to delete a file first).
+    pub(super) fn refused(&self, path: &MemoryPath, write: Refused) -> StoreError {
         if self.api.store().is_ok_and(|s| s.archived_at.is_some()) {
+            self.archived.store(true, Ordering::Relaxed);
             return archived(path);
         }
-        match creating.then(|| self.below(&MemoryPath::root())) {
-            Some(Ok(all)) if all.len() as u64 >= MAX_MEMORIES => StoreError::TooManyFiles {
+        let full = || {
+            self.below(&MemoryPath::root())
+                .is_ok_and(|all| all.len() as u64 >= MAX_MEMORIES)
+        };
+        match write {
+            Refused::Create if full() => StoreError::TooManyFiles {
                 path: path.clone(),
                 limit: MAX_MEMORIES,
+            },
+            Refused::Lease if full() => StoreError::Invalid {
+                path: path.clone(),
+                reason: FULL,
             },
             _ => fail(Fail::Refused, path),
         }
@@ -119,6 +145,11 @@ impl ManagedStore {
             return Err(too_large(m.content_size_bytes));
         }
         let mut full = self.api.retrieve(&m.id).map_err(|e| fail(e, path))?;
+        // A retrieve answering for another memory is a faulty service: an
+        // edit must go to the memory the listing named.
+        if full.id != m.id {
+            return Err(StoreError::Integrity { path: path.clone() });
+        }
         // Moved away between the listing and the read: not here any more.
         if full.path != key(path) {
             return Err(StoreError::NotFound { path: path.clone() });
@@ -172,6 +203,7 @@ impl ManagedStore {
         }
         StoreError::check_write(path, existing, options.mode)?;
         self.check_parents(path, &siblings)?;
+        self.writable(path)?;
         let creating = !matches!(found, Found::File(_));
         let written = match found {
             Found::File(m) => self.api.update(&m.id, &m.content_sha256, Some(text), None),
@@ -189,7 +221,14 @@ impl ManagedStore {
                 WriteMode::Create => Err(StoreError::AlreadyExists { path: path.clone() }),
                 WriteMode::Update(_) => Err(StoreError::Conflict { path: path.clone() }),
             },
-            Err(Fail::Refused) => Err(self.refused(path, creating)),
+            Err(Fail::Refused) => Err(self.refused(
+                path,
+                if creating {
+                    Refused::Create
+                } else {
+                    Refused::Change
+                },
+            )),
             Err(e) => Err(fail(e, path)),
         }
     }
@@ -220,6 +259,7 @@ impl ManagedStore {
                 return Err(StoreError::AlreadyExists { path: to.clone() });
             }
             self.check_parents(to, &siblings)?;
+            self.writable(from)?;
             match self
                 .api
                 .update(&m.id, &m.content_sha256, None, Some(&key(to)))
@@ -227,13 +267,13 @@ impl ManagedStore {
                 Ok(_) => {
                     if !same_parent {
                         self.drop_marker(&siblings);
-                        self.keep_parent_of(from, &from_siblings);
+                        self.keep_parent(from);
                     }
                     return Ok(());
                 }
                 // Edited or the destination taken meanwhile: look again.
                 Err(Fail::Conflict) => continue,
-                Err(Fail::Refused) => return Err(self.refused(from, false)),
+                Err(Fail::Refused) => return Err(self.refused(from, Refused::Change)),
                 Err(e) => return Err(fail(e, from)),
             }
         }
@@ -241,28 +281,28 @@ impl ManagedStore {
     }
 
     /// Deletes a file if `accept` takes it, retrying when it changed;
-    /// `seen` is the first look at it (the memory and its parent's
-    /// listing), if the caller had one.
+    /// `seen` is the first look at it, if the caller had one.
     fn delete_file(
         &self,
         path: &MemoryPath,
-        mut seen: Option<(Memory, Vec<Item>)>,
+        mut seen: Option<Memory>,
         accept: &mut dyn FnMut(&Metadata) -> bool,
     ) -> StoreResult<bool> {
         for _ in 0..UPDATE_ATTEMPTS {
-            let (m, siblings) = match seen.take() {
-                Some(seen) => seen,
-                None => match self.find(path)? {
-                    (Found::File(m), siblings) => (m, siblings),
+            let m = match seen.take() {
+                Some(m) => m,
+                None => match self.find(path)?.0 {
+                    Found::File(m) => m,
                     _ => return Ok(false),
                 },
             };
             if !accept(&metadata(&m)) {
                 return Ok(false);
             }
+            self.writable(path)?;
             match self.api.delete(&m.id, &m.content_sha256) {
                 Ok(()) => {
-                    self.keep_parent_of(path, &siblings);
+                    self.keep_parent(path);
                     return Ok(true);
                 }
                 Err(Fail::Conflict) => continue,
@@ -279,7 +319,21 @@ impl ManagedStore {
     /// way, it leaves memories deleted one by one: the next delete
     /// finishes it.
     fn delete_tree(&self, dir: &MemoryPath, siblings: Vec<Item>) -> StoreResult<()> {
-        let _lease = self.lease(dir)?;
+        self.writable(dir)?;
+        let _lease = match self.lease(dir) {
+            // At the cap the lease has no room: one of the directory's own
+            // memories, deleted first as any file is, makes it.
+            Err(StoreError::Invalid { reason: FULL, .. }) => {
+                if let Some(m) = self.below(dir)?.first() {
+                    match self.api.delete(&m.id, &m.content_sha256) {
+                        Ok(()) | Err(Fail::Conflict | Fail::NotFound) => {}
+                        Err(e) => return Err(fail(e, dir)),
+                    }
+                }
+                self.lease(dir)?
+            }
+            other => other?,
+        };
         let shadowed = siblings.into_iter().filter_map(|i| match i {
             Item::Memory(m) if m.path == key(dir) => Some(m),
             _ => None,
@@ -352,7 +406,6 @@ impl MemoryStore for ManagedStore {
         options: UpdateOptions<'_>,
         change: &mut Change<'_>,
     ) -> StoreResult<Updated> {
-        self.writable(path)?;
         // A size-limited write holds the lease, so two cannot both fit.
         let _lease = match options.quota {
             Some(_) => Some(self.lease(path)?),
@@ -369,11 +422,12 @@ impl MemoryStore for ManagedStore {
                 let after = total.saturating_sub(m.content_size_bytes) + new.len() as u64;
                 quota.check(path, after)?;
             }
+            self.writable(path)?;
             match self.api.update(&m.id, &m.content_sha256, Some(text), None) {
                 Ok(_) => Ok(Some(Updated::Written(new))),
                 // Changed or deleted since the read: read again.
                 Err(Fail::Conflict | Fail::NotFound) => Ok(None),
-                Err(Fail::Refused) => Err(self.refused(path, false)),
+                Err(Fail::Refused) => Err(self.refused(path, Refused::Change)),
                 Err(e) => Err(fail(e, path)),
             }
         })?
@@ -483,7 +537,6 @@ impl MemoryStore for ManagedStore {
             return Err(StoreError::write_to_root(path, options.mode));
         }
         let text = fits(path, data)?;
-        self.writable(path)?;
         // A size-limited write holds the lease, so two cannot both fit.
         let _lease = match options.quota {
             Some(_) => Some(self.lease(path)?),
@@ -506,16 +559,13 @@ impl MemoryStore for ManagedStore {
                 _ => Ok(false),
             };
         }
-        self.writable(path)?;
         match options.condition {
             DeleteIf::Exists => match self.find(path)? {
                 (Found::Missing, _) => Err(StoreError::NotFound { path: path.clone() }),
-                (Found::File(m), siblings) => {
-                    match self.delete_file(path, Some((m, siblings)), &mut |_| true)? {
-                        true => Ok(true),
-                        false => Err(StoreError::NotFound { path: path.clone() }),
-                    }
-                }
+                (Found::File(m), _) => match self.delete_file(path, Some(m), &mut |_| true)? {
+                    true => Ok(true),
+                    false => Err(StoreError::NotFound { path: path.clone() }),
+                },
                 (Found::Dir, siblings) => self.delete_tree(path, siblings).map(|()| true),
             },
             DeleteIf::EmptyDir => {
@@ -526,6 +576,7 @@ impl MemoryStore for ManagedStore {
                 if !items.iter().all(is_marker) {
                     return Ok(false);
                 }
+                self.writable(path)?;
                 for item in items {
                     if let Item::Memory(m) = item {
                         match self.api.delete(&m.id, &m.content_sha256) {
@@ -548,7 +599,6 @@ impl MemoryStore for ManagedStore {
         _options: RenameOptions<'_>,
     ) -> StoreResult<()> {
         StoreError::check_rename(from, to)?;
-        self.writable(from)?;
         match self.find(from)? {
             (Found::Missing, _) => Err(StoreError::NotFound { path: from.clone() }),
             (Found::File(m), siblings) => {

@@ -144,27 +144,6 @@ impl ManagedStore {
         }
     }
 
-    /// Keeps `path`'s parent in existence after its entry left it, knowing
-    /// from `siblings` (the parent's listing before the change) whether
-    /// that entry was all it held: no request when it was not, the
-    /// marker's create when it was. (A marker in a directory another
-    /// client filled meanwhile hides nothing; the next write there drops
-    /// it.)
-    pub(super) fn keep_parent_of(&self, path: &MemoryPath, siblings: &[Item]) {
-        let Some(parent) = path.parent().filter(|p| !p.is_root()) else {
-            return;
-        };
-        let me = key(path);
-        let kept = siblings.iter().any(|item| match item {
-            Item::Memory(m) => m.path != me,
-            Item::Prefix { path } => path.strip_suffix('/') != Some(&me),
-        });
-        if !kept {
-            // Best effort, as keep_parent.
-            let _ = self.api.create(&format!("{}{MARKER}", prefix(&parent)), "");
-        }
-    }
-
     /// Drops the marker of a directory that now holds an entry.
     pub(super) fn drop_marker(&self, siblings: &[Item]) {
         for item in siblings.iter().filter(|i| is_marker(i)) {
