@@ -63,6 +63,7 @@
 //! | `managed` | `ManagedStore`: a memory store of Claude Managed Agents (reqwest, rustls) | managed agents share the memory |
 //! | `encryption` | `EncryptedStore`: contents and names sealed over any store | the storage is not trusted with plaintext |
 //! | `mcp` | `claude_memory::mcp`: the tool over MCP (stdio, streamable HTTP) | other clients share the memory |
+//! | `ui` | `claude_memory::ui`: the review page, a browser over a store and its history | people look at what the model remembered |
 //! | `tracing` | one `tracing` span per command (never file content) | you collect traces |
 //! | `conformance` | the suite every `MemoryStore` must pass, for your tests | you write your own store |
 //!

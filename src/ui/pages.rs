@@ -81,7 +81,7 @@ pub(crate) async fn browse(State(ui): State<Arc<Ui>>, Query(at): Query<At>) -> R
         match meta {
             None => Err((StatusCode::NOT_FOUND, missing(ui, &path))),
             Some(m) if m.kind == EntryKind::Directory => directory(ui, &path, at.page.unwrap_or(0)),
-            Some(m) => file(ui, &path, m.len, at.line.unwrap_or(1).max(1)),
+            Some(m) => file(ui, &path, m.len, at.line.unwrap_or(1).clamp(1, 1 << 40)),
         }
     })
     .await;
@@ -108,12 +108,14 @@ fn directory(ui: &Ui, dir: &MemoryPath, page_no: usize) -> Page {
         (a.kind != EntryKind::Directory, &a.name).cmp(&(b.kind != EntryKind::Directory, &b.name))
     });
     let total = entries.len();
+    let pages = total.div_ceil(ENTRIES).max(1);
+    // A page past the end is the last one.
+    let page_no = page_no.min(pages - 1);
     let shown: Vec<_> = entries
         .into_iter()
         .skip(page_no.saturating_mul(ENTRIES))
         .take(ENTRIES)
         .collect();
-    let pages = total.div_ceil(ENTRIES).max(1);
     Ok(html! {
         (layout::breadcrumbs(dir))
         p.meta { (total) " entries" @if pages > 1 { ", page " (page_no + 1) " of " (pages) } }
@@ -159,7 +161,7 @@ fn pager(base: &str, page_no: usize, pages: usize) -> Markup {
 fn file(ui: &Ui, path: &MemoryPath, len: u64, line: i64) -> Page {
     let tool = MemoryTool::with_config(
         ui.backend.store(),
-        Config::default().with_view_output_limit(4 << 20),
+        Config::default().with_view_output_limit(256 << 10),
     );
     let view = |range: [i64; 2]| {
         tool.dispatch(&json!({"command": "view", "path": path.as_str(), "view_range": range}))
