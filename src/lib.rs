@@ -224,4 +224,6 @@ pub mod docs_doctests {
     pub struct Design;
     #[doc = include_str!("../docs/performance.md")]
     pub struct Performance;
+    #[doc = include_str!("../docs/ui.md")]
+    pub struct Ui;
 }

@@ -23,6 +23,10 @@ pub struct UiArgs {
     /// Show everything, change nothing
     #[arg(long)]
     pub read_only: bool,
+    /// A Host name allowed besides loopback ones and ADDR, such as a TLS
+    /// proxy's (repeatable)
+    #[arg(long, value_name = "HOST")]
+    pub allow_host: Vec<String>,
 }
 
 /// Who the history records for a change made in the page: `ui:USER`.
@@ -76,6 +80,7 @@ pub fn run(stack: &Stack, history: HistoryLogs, args: UiArgs) -> Outcome {
     let mut options = UiOptions::default();
     options.tokens = tokens;
     options.read_only = args.read_only;
+    options.allowed_hosts = args.allow_host;
     options.title = stack.url.shown();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

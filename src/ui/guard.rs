@@ -10,7 +10,9 @@
 //! - With tokens, a browser signs in once with one (a form) and then holds
 //!   a cookie (`HttpOnly`, `SameSite=Strict`) naming a random session.
 //! - Every answer forbids framing, sniffing, caching and any script or
-//!   style not the page's own (Content-Security-Policy).
+//!   style not the page's own (Content-Security-Policy), and sends no
+//!   referrer to another origin (`same-origin`: with `no-referrer` a
+//!   browser posts the page's own forms with `Origin: null`).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -143,7 +145,7 @@ fn harden(headers: &mut HeaderMap) {
         (header::CONTENT_SECURITY_POLICY, CSP),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         (header::X_FRAME_OPTIONS, "DENY"),
-        (header::REFERRER_POLICY, "no-referrer"),
+        (header::REFERRER_POLICY, "same-origin"),
         (header::CACHE_CONTROL, "no-store"),
     ];
     for (name, value) in set {
