@@ -335,7 +335,7 @@ fn erase(ui: &Ui, at: &str, f: &Fields) -> Done {
             }
             Ok(html! {
                 h1 { "Erase a text everywhere" }
-                p { "This erases every copy of the text below from every version that holds it and from the files that hold it now, for good." }
+                p { "This erases every copy of the text below from every version that holds it, for good (each becomes [redacted]). The history never edits the files themselves: those that hold the text now are listed after, to edit." }
                 pre.file { (text) }
                 (form(ui, "erase", "do", &[("text", text)], html! {}, "Erase"))
             })
@@ -346,14 +346,15 @@ fn erase(ui: &Ui, at: &str, f: &Fields) -> Done {
                 return Err(bad("No text to erase."));
             }
             let (ids, files) = versions.erase_text(text.as_bytes()).map_err(failed)?;
-            done(
-                format!(
-                    "Erased from {} versions and {} files.",
-                    ids.len(),
-                    files.len()
-                ),
-                "/changes",
-            )
+            Ok(html! {
+                h1 { "Done" }
+                p.done { "Erased from " (ids.len()) " versions." }
+                @if !files.is_empty() {
+                    p { "These files hold the text now; edit them to remove it:" }
+                    ul { @for f in &files { li { a href=(format!("/act/edit?path={}", q(f))) { (f) } } } }
+                }
+                p { a href="/changes" { "Go on" } }
+            })
         }
     }
 }

@@ -291,7 +291,25 @@ pub(crate) struct Changes {
     prefix: Option<String>,
     actor: Option<String>,
     call: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
     before: Option<String>,
+}
+
+/// A time from a URL: `2026-12-07`, `2026-12-07 22:46` or RFC 3339 (UTC).
+fn time_of(raw: &str) -> Result<std::time::SystemTime, (StatusCode, String)> {
+    let raw = raw.trim().replace(' ', "T");
+    let full = match raw.len() {
+        10 => format!("{raw}T00:00:00Z"),
+        16 => format!("{raw}:00Z"),
+        _ if raw.ends_with('Z') || raw.contains('+') => raw.clone(),
+        _ => format!("{raw}Z"),
+    };
+    humantime::parse_rfc3339_weak(full.trim_end_matches('Z')).map_err(|_| {
+        bad(format!(
+            "Not a time: {raw} (such as 2026-12-07 or 2026-12-07 22:46)"
+        ))
+    })
 }
 
 fn some(text: Option<String>) -> Option<String> {
@@ -308,11 +326,14 @@ pub(crate) async fn changes(State(ui): State<Arc<Ui>>, Query(c): Query<Changes>)
         let prefix = some(c.prefix).map(|p| path_of(Some(&p))).transpose()?;
         let before = some(c.before).map(|b| id_of(Some(&b))).transpose()?;
         let (actor, call) = (some(c.actor), some(c.call));
+        let (since, until) = (some(c.since), some(c.until));
         let query = HistoryQuery {
             path: path.clone(),
             prefix: prefix.clone(),
             actor: actor.clone(),
             call: call.clone(),
+            since: since.as_deref().map(time_of).transpose()?,
+            until: until.as_deref().map(time_of).transpose()?,
             before,
             limit: Some(CHANGES),
             ..HistoryQuery::default()
@@ -326,6 +347,8 @@ pub(crate) async fn changes(State(ui): State<Arc<Ui>>, Query(c): Query<Changes>)
             ("prefix", prefix.as_ref().map(|p| p.as_str().to_owned())),
             ("actor", actor.clone()),
             ("call", call.clone()),
+            ("since", since.clone()),
+            ("until", until.clone()),
         ] {
             if let Some(v) = value {
                 filters.push_str(&format!("&{name}={}", q(&v)));
@@ -343,8 +366,13 @@ pub(crate) async fn changes(State(ui): State<Arc<Ui>>, Query(c): Query<Changes>)
                 label { "Path " input name="path" value=[path.as_ref().map(|p| p.as_str())]; }
                 label { "Actor " input name="actor" value=[actor.as_deref()]; }
                 label { "Call " input name="call" value=[call.as_deref()]; }
+                label { "Since " input name="since" size="16" placeholder="2026-12-07" value=[since.as_deref()]; }
+                label { "Until " input name="until" size="16" value=[until.as_deref()]; }
                 button type="submit" { "Filter" }
-                a href="/changes" { "clear" }
+                " " a href="/changes" { "clear" }
+            }
+            @if !ui.options.read_only {
+                p { a href="/act/erase" { "Erase a text from every version and file…" } }
             }
             (timeline(&page))
             @if let Some(link) = older { nav.pager { a href=(link) { "older →" } } }
