@@ -16,8 +16,8 @@ pub struct UiArgs {
     /// loopback needs --token-file
     #[arg(long, value_name = "ADDR", value_parser = crate::mcp::parse_addr)]
     pub http: Option<SocketAddr>,
-    /// Tokens, one a line (the mcp command's format, without tenants): a
-    /// browser signs in with one
+    /// Tokens, one a line (the mcp command's format, docs/mcp.md, without
+    /// tenants): a browser signs in with one
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// Show everything, change nothing
@@ -81,7 +81,10 @@ pub fn run(stack: &Stack, history: HistoryLogs, args: UiArgs) -> Outcome {
     options.tokens = tokens;
     options.read_only = args.read_only;
     options.allowed_hosts = args.allow_host;
-    options.title = stack.url.shown();
+    options.title = match stack.tenant {
+        Some(t) => format!("{} (tenant {})", stack.url.shown(), t.as_str()),
+        None => stack.url.shown(),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -89,7 +92,10 @@ pub fn run(stack: &Stack, history: HistoryLogs, args: UiArgs) -> Outcome {
     runtime.block_on(async move {
         let page = ReviewServer::bind(addr, backend, options)
             .await
-            .map_err(|e| Failure::Usage(e.to_string()))?;
+            .map_err(|e| match e {
+                claude_memory::ui::UiError::Bind { .. } => failed(e),
+                e => Failure::Usage(e.to_string()),
+            })?;
         out(page.url())?;
         eprintln!(
             "claude-memory ui: the review page of {}{}; Ctrl-C stops it",

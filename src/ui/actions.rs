@@ -133,6 +133,15 @@ fn done(text: String, link: &str) -> Done {
     })
 }
 
+/// A textarea's text as the file should hold it: browsers send every line
+/// end as CRLF, which a file that has none must not get.
+fn as_file_has_it(sent: &str, current: &str) -> String {
+    match current.contains("\r\n") {
+        true => sent.to_owned(),
+        false => sent.replace("\r\n", "\n"),
+    }
+}
+
 fn edit(ui: &Ui, at: &str, f: &Fields) -> Done {
     let path = path_of(field(f, "path"))?;
     let store = ui.backend.store();
@@ -154,11 +163,13 @@ fn edit(ui: &Ui, at: &str, f: &Fields) -> Done {
         "ask" => Ok(html! {
             h1 { "Edit " (p) }
             (form(ui, "edit", "preview", &[("path", p), ("base", &base)], html! {
-                textarea name="content" rows="30" cols="100" { (text) }
+                // A newline right after <textarea> is dropped by the
+                // parser: this one, not the file's first.
+                textarea name="content" rows="30" cols="100" { "\n" (text) }
             }, "Show the change"))
         }),
         "preview" => {
-            let new = field(f, "content").unwrap_or("").replace("\r\n", "\n");
+            let new = as_file_has_it(field(f, "content").unwrap_or(""), &text);
             Ok(html! {
                 h1 { "Edit " (p) ": the change" }
                 (diff::render(&text, &new, false))
@@ -166,7 +177,7 @@ fn edit(ui: &Ui, at: &str, f: &Fields) -> Done {
             })
         }
         _ => {
-            let new = field(f, "content").unwrap_or("");
+            let new = as_file_has_it(field(f, "content").unwrap_or(""), &text);
             let base: u128 = field(f, "base")
                 .and_then(|b| b.parse().ok())
                 .ok_or_else(|| bad("No base version."))?;
@@ -202,6 +213,9 @@ fn command(ui: &Ui, input: serde_json::Value) -> Result<String, (StatusCode, Str
 
 fn rename(ui: &Ui, at: &str, f: &Fields) -> Done {
     let path = path_of(field(f, "path"))?;
+    if path.is_root() {
+        return Err(bad("/memories itself cannot be renamed."));
+    }
     let p = path.as_str();
     match at {
         "ask" => Ok(html! {
@@ -212,6 +226,12 @@ fn rename(ui: &Ui, at: &str, f: &Fields) -> Done {
         }),
         "preview" => {
             let to = path_of(field(f, "to"))?;
+            if ui.backend.store().stat(&to).map_err(failed)?.is_some() {
+                return Err(failed(format!(
+                    "{} already exists: nothing was moved.",
+                    to.as_str()
+                )));
+            }
             Ok(html! {
                 h1 { "Rename" }
                 p { "Move " code { (p) } " to " code { (to.as_str()) } "." }
@@ -231,6 +251,9 @@ fn rename(ui: &Ui, at: &str, f: &Fields) -> Done {
 
 fn delete(ui: &Ui, at: &str, f: &Fields) -> Done {
     let path = path_of(field(f, "path"))?;
+    if path.is_root() {
+        return Err(bad("/memories itself cannot be deleted."));
+    }
     let p = path.as_str();
     let parent = path.parent().unwrap_or_else(MemoryPath::root);
     match at {
@@ -245,7 +268,7 @@ fn delete(ui: &Ui, at: &str, f: &Fields) -> Done {
             };
             Ok(html! {
                 h1 { "Delete " (p) }
-                p { "This deletes " (what) "." @if ui.backend.versions().is_some() { " Its versions stay: it can be restored." } }
+                p { "This deletes " (what) "." @if ui.backend.versions().is_some() { " Its versions stay: it can be restored from its delete's version (unless its content was redacted)." } }
                 (form(ui, "delete", "do", &[("path", p)], html! {}, "Delete"))
             })
         }
@@ -337,6 +360,11 @@ fn erase(ui: &Ui, at: &str, f: &Fields) -> Done {
                 h1 { "Erase a text everywhere" }
                 p { "This erases every copy of the text below from every version that holds it, for good (each becomes [redacted]). The history never edits the files themselves: those that hold the text now are listed after, to edit." }
                 pre.file { (text) }
+                @let holding = super::pages::find(ui.backend.store(), text, true).map_err(|(_, e)| failed(e))?;
+                @if !holding.is_empty() {
+                    p { "Files that hold it now (" (holding.len()) "):" }
+                    ul { @for (path, _) in &holding { li { (path) } } }
+                }
                 (form(ui, "erase", "do", &[("text", text)], html! {}, "Erase"))
             })
         }

@@ -117,8 +117,13 @@ fn host_ok(ui: &Ui, host: &str) -> bool {
         Some((_, port)) if !host.ends_with(']') => port == ui.addr.port().to_string(),
         _ => true,
     };
-    let loopback = ui.addr.ip().is_loopback() && matches!(name, "localhost" | "127.0.0.1" | "::1");
-    let own = name == ui.addr.ip().to_string();
+    let ip = ui.addr.ip();
+    let loopback_name = matches!(name, "localhost" | "127.0.0.1" | "::1");
+    let loopback = (ip.is_loopback() || ip.is_unspecified()) && loopback_name;
+    // Bound to every address: any of this machine's addresses, spelled as
+    // an IP (DNS rebinding needs a name, never an IP literal).
+    let any_ip = ip.is_unspecified() && name.parse::<std::net::IpAddr>().is_ok();
+    let own = name == ip.to_string() || any_ip;
     let allowed = ui.options.allowed_hosts.iter().any(|h| h == name);
     port_ok && (loopback || own || allowed)
 }
@@ -160,7 +165,7 @@ pub(crate) async fn check(State(ui): State<Arc<Ui>>, request: Request, next: Nex
     let Some(host) = host.filter(|h| host_ok(&ui, h)) else {
         return plain(
             StatusCode::MISDIRECTED_REQUEST,
-            "Misdirected Request: this page answers to its own address only",
+            "Misdirected Request: this page answers to its own address only (serve it under another name with ui --allow-host NAME)",
         );
     };
     let reading = matches!(*request.method(), Method::GET | Method::HEAD);

@@ -70,8 +70,8 @@ pub(crate) fn problem(ui: &Ui, status: StatusCode, text: &str) -> Response {
         ui,
         "Error",
         html! {
-            h1 { "Error" }
-            p.error { (text) }
+            h1 { "That did not work" }
+            p.error { (text.strip_prefix("Error: ").unwrap_or(text)) }
             p { a href="/" { "Back to the memory" } }
         },
     );

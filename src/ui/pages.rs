@@ -66,8 +66,22 @@ pub(crate) async fn not_found(State(ui): State<Arc<Ui>>) -> Response {
 #[derive(Deserialize)]
 pub(crate) struct At {
     path: Option<String>,
-    page: Option<usize>,
-    line: Option<i64>,
+    page: Option<String>,
+    line: Option<String>,
+}
+
+/// A number from a URL: absent is `default`, out of range the nearest
+/// bound, anything else a 400.
+fn number<T: std::str::FromStr + Copy>(
+    raw: Option<&str>,
+    default: T,
+    max: T,
+) -> Result<T, (StatusCode, String)> {
+    match raw.map(str::trim) {
+        None | Some("") => Ok(default),
+        Some(text) if text.bytes().all(|b| b.is_ascii_digit()) => Ok(text.parse().unwrap_or(max)),
+        Some(text) => Err(bad(format!("Not a number: {text}"))),
+    }
 }
 
 /// `/?path=…`: a directory's entries, or a file's lines.
@@ -80,8 +94,13 @@ pub(crate) async fn browse(State(ui): State<Arc<Ui>>, Query(at): Query<At>) -> R
             .map_err(|e| (StatusCode::BAD_GATEWAY, e.to_string()))?;
         match meta {
             None => Err((StatusCode::NOT_FOUND, missing(ui, &path))),
-            Some(m) if m.kind == EntryKind::Directory => directory(ui, &path, at.page.unwrap_or(0)),
-            Some(m) => file(ui, &path, m.len, at.line.unwrap_or(1).clamp(1, 1 << 40)),
+            Some(m) if m.kind == EntryKind::Directory => {
+                directory(ui, &path, number(at.page.as_deref(), 0, usize::MAX)?)
+            }
+            Some(m) => {
+                let line = number(at.line.as_deref(), 1i64, 1 << 40)?;
+                file(ui, &path, m.len, line.clamp(1, 1 << 40))
+            }
         }
     })
     .await;
@@ -166,15 +185,23 @@ fn file(ui: &Ui, path: &MemoryPath, len: u64, line: i64) -> Page {
     let view = |range: [i64; 2]| {
         tool.dispatch(&json!({"command": "view", "path": path.as_str(), "view_range": range}))
     };
-    let mut result = view([line, line + LINES - 1]);
-    let mut last_page = false;
+    // One line more than a page: whether there is a next one.
+    let mut result = view([line, line + LINES]);
     if result.is_error {
         // Past the end: to the end.
         result = view([line, -1]);
-        last_page = true;
     }
+    let mut more = false;
     let shown = match result.content.first() {
-        Some(Content::Text(t)) => html! { pre.file { (t) } },
+        Some(Content::Text(t)) => {
+            // The header, then the numbered lines: past a page, there are more.
+            more = !result.is_error && t.lines().count() > LINES as usize + 1;
+            let t = match more {
+                true => t.rsplit_once('\n').map_or(t.as_str(), |(page, _)| page),
+                false => t.as_str(),
+            };
+            html! { pre.file { (t) } }
+        }
         Some(Content::Image { .. }) => html! { p.note { "An image, " (size(len)) "." } },
         None => html! {},
     };
@@ -198,7 +225,7 @@ fn file(ui: &Ui, path: &MemoryPath, len: u64, line: i64) -> Page {
             @if line > 1 {
                 a href=(format!("{}&line={}", browse_link(p), (line - LINES).max(1))) { "← previous lines" }
             }
-            @if !last_page && !result.is_error {
+            @if more {
                 a href=(format!("{}&line={}", browse_link(p), line + LINES)) { "next lines →" }
             }
         }
@@ -216,7 +243,7 @@ pub(crate) async fn search(State(ui): State<Arc<Ui>>, Query(s): Query<Search>) -
         let text = s.q.unwrap_or_default();
         let found = match text.trim() {
             "" => Vec::new(),
-            t => find(ui.backend.store(), &t.to_lowercase())?,
+            t => find(ui.backend.store(), &t.to_lowercase(), false)?,
         };
         Ok(html! {
             h1 { "Search" }
@@ -246,8 +273,17 @@ pub(crate) async fn search(State(ui): State<Arc<Ui>>, Query(s): Query<Search>) -
 /// A file a search found: its path, and up to three matching lines.
 type Hit = (String, Vec<(usize, String)>);
 
-/// Files whose path or content holds `needle` (lowercase).
-fn find(store: &dyn MemoryStore, needle: &str) -> Result<Vec<Hit>, (StatusCode, String)> {
+/// Files whose path or content holds `needle`: exactly, or (lowercase)
+/// whatever the case.
+pub(crate) fn find(
+    store: &dyn MemoryStore,
+    needle: &str,
+    exact: bool,
+) -> Result<Vec<Hit>, (StatusCode, String)> {
+    let fold = |s: &str| match exact {
+        true => s.to_owned(),
+        false => s.to_lowercase(),
+    };
     let mut found = Vec::new();
     let mut seen = 0usize;
     walk_skipping_unlistable(store, &MemoryPath::root(), Order::ByName, &mut |step| {
@@ -268,7 +304,7 @@ fn find(store: &dyn MemoryStore, needle: &str) -> Result<Vec<Hit>, (StatusCode, 
         {
             let text = String::from_utf8_lossy(&file.data);
             for (i, line) in text.lines().enumerate() {
-                if line.to_lowercase().contains(needle) {
+                if fold(line).contains(needle) {
                     lines.push((i + 1, line.chars().take(200).collect()));
                     if lines.len() == 3 {
                         break;
@@ -276,7 +312,7 @@ fn find(store: &dyn MemoryStore, needle: &str) -> Result<Vec<Hit>, (StatusCode, 
                 }
             }
         }
-        if !lines.is_empty() || path.as_str().to_lowercase().contains(needle) {
+        if !lines.is_empty() || fold(path.as_str()).contains(needle) {
             found.push((path.as_str().to_owned(), lines));
         }
         Ok(Flow::Continue)
@@ -453,11 +489,13 @@ pub(crate) async fn version(State(ui): State<Arc<Ui>>, Query(one): Query<One>) -
                 @if let Some(p) = &previous {
                     a href=(format!("/diff?from={}&to={}", q(&p.id.to_string()), q(&shown))) { "Diff with the version before" }
                 }
-                @if !read_only {
+                @if !read_only && v.content.is_some() {
                     a href=(format!("/act/revert?id={}", q(&shown))) {
                         @if v.op == ChangeOp::Deleted { "Restore the deleted file" } @else { "Revert to this version" }
                     }
-                    @if !v.redacted { a href=(format!("/act/redact?id={}", q(&shown))) { "Redact" } }
+                }
+                @if !read_only && !v.redacted && v.content.is_some() {
+                    a href=(format!("/act/redact?id={}", q(&shown))) { "Redact" }
                 }
             }
             @match v.text() {
@@ -574,7 +612,7 @@ pub(crate) async fn stats(State(ui): State<Arc<Ui>>) -> Response {
             }
             h2 { "Against a managed memory store's limits" }
             @if misfits.is_empty() {
-                p { "Everything fits (20 path segments, 100 kB a memory, UTF-8 text, 2,000 memories)." }
+                p { "Everything fits (20 path segments, 102,400 bytes a memory, UTF-8 text, 2,000 memories)." }
             } @else {
                 ul { @for m in &misfits { li { (m.to_string()) } } }
             }

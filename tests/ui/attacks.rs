@@ -393,3 +393,35 @@ fn numbers_at_their_limits_in_urls_answer() {
         );
     }
 }
+
+/// Bound to every address (with tokens), the page answers under the
+/// machine's IP addresses and loopback names, and a DNS name only when
+/// allowed: rebinding needs a name.
+#[test]
+fn bound_to_every_address_a_name_needs_to_be_allowed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tokens = Tokens::single("a-token-of-at-least-thirty-two-characters-x").expect("tokens");
+    let mut options = UiOptions::default().with_tokens(tokens);
+    options.allowed_hosts = vec!["memory.example".into()];
+    let page = ui_support::serve_on(
+        "0.0.0.0:0".parse().expect("addr"),
+        Backend::Plain(Box::new(FilesystemStore::open(dir.path()).expect("store"))),
+        options,
+    );
+    let port = page.addr.port();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    for (host, status) in [
+        (format!("127.0.0.1:{port}"), 303),
+        (format!("localhost:{port}"), 303),
+        (format!("10.1.2.3:{port}"), 303),
+        (format!("[::1]:{port}"), 303),
+        (format!("memory.example:{port}"), 303),
+        (format!("evil.example:{port}"), 421),
+        (format!("127.0.0.1.nip.io:{port}"), 421),
+    ] {
+        let a = raw(addr, "GET", "/", &[("Host", &host)], "");
+        assert_eq!(a.status, status, "{host}");
+    }
+    let a = raw(addr, "GET", "/", &[("Host", "evil.example")], "");
+    assert!(a.body.contains("--allow-host"), "{}", a.body);
+}

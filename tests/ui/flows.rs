@@ -340,3 +340,143 @@ fn a_rename_keeps_the_files_history_and_the_changes_filter_by_time_actor_and_cal
     assert_eq!(bad.status, 400);
     assert!(bad.body.contains("Not a time"));
 }
+
+/// A browser sends a textarea's line ends as CRLF: a file with LF line
+/// ends keeps them, and its first line, blank or not, survives the form.
+#[test]
+fn an_edit_from_a_browser_keeps_the_files_line_ends_and_first_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    open(dir.path())
+        .write(&p("/memories/a.md"), b"\nn=249\n", WriteMode::Create)
+        .expect("write");
+    let page = page(dir.path());
+    let form = get(&page, "/act/edit?path=/memories/a.md");
+    assert!(
+        form.body
+            .contains("<textarea name=\"content\" rows=\"30\" cols=\"100\">\n\nn=249\n</textarea>"),
+        "the parser drops one newline after <textarea>: {}",
+        form.body
+    );
+    let base = form.hidden("base").expect("base");
+    let sent = "\r\nn=250\r\n";
+    let preview = submit(
+        &page,
+        "/act/edit?path=/memories/a.md",
+        "edit",
+        "preview",
+        &[
+            ("path", "/memories/a.md"),
+            ("base", &base),
+            ("content", sent),
+        ],
+    );
+    assert!(
+        preview.body.contains("<mark>n=250</mark>"),
+        "{}",
+        preview.body
+    );
+    submit(
+        &page,
+        "/act/edit?path=/memories/a.md",
+        "edit",
+        "do",
+        &[
+            ("path", "/memories/a.md"),
+            ("base", &base),
+            ("content", sent),
+        ],
+    );
+    assert_eq!(
+        read(dir.path(), "/memories/a.md").as_deref(),
+        Some("\nn=250\n")
+    );
+}
+
+#[test]
+fn a_file_page_offers_next_lines_only_when_there_are_more() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let long: String = (1..=1_200).map(|i| format!("line {i}\n")).collect();
+    let store = open(dir.path());
+    store
+        .write(&p("/memories/short.md"), b"one\n", WriteMode::Create)
+        .expect("write");
+    store
+        .write(&p("/memories/long.md"), long.as_bytes(), WriteMode::Create)
+        .expect("write");
+    let page = page(dir.path());
+    assert!(
+        !get(&page, "/?path=/memories/short.md")
+            .body
+            .contains("next lines")
+    );
+    let first = get(&page, "/?path=/memories/long.md");
+    assert!(first.body.contains("next lines"), "{}", first.body);
+    assert!(first.body.contains("\tline 500"));
+    assert!(!first.body.contains("\tline 501"), "a page is 500 lines");
+    let last = get(&page, "/?path=/memories/long.md&line=1001");
+    assert!(last.body.contains("\tline 1200") && !last.body.contains("next lines"));
+    assert_eq!(get(&page, "/?path=/memories/long.md&line=abc").status, 400);
+    assert_eq!(
+        get(&page, "/?path=/memories/long.md&line=99999999999999999999").status,
+        200,
+        "past the end is the end"
+    );
+}
+
+#[test]
+fn the_root_and_an_existing_destination_are_refused_before_the_confirmation() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(dir.path());
+    store
+        .write(&p("/memories/a.md"), b"a\n", WriteMode::Create)
+        .expect("write");
+    store
+        .write(&p("/memories/b.md"), b"b\n", WriteMode::Create)
+        .expect("write");
+    let page = page(dir.path());
+    assert_eq!(get(&page, "/act/delete?path=/memories").status, 400);
+    assert_eq!(get(&page, "/act/rename?path=/memories").status, 400);
+    let a = submit(
+        &page,
+        "/act/rename?path=/memories/a.md",
+        "rename",
+        "preview",
+        &[("path", "/memories/a.md"), ("to", "/memories/b.md")],
+    );
+    assert_eq!(a.status, 409);
+    assert!(
+        a.body.contains("/memories/b.md already exists"),
+        "{}",
+        a.body
+    );
+    assert!(!a.body.contains("Error: Error"));
+}
+
+#[test]
+fn a_redacted_version_offers_no_revert() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(dir.path());
+    store
+        .write(&p("/memories/a.md"), b"secret\n", WriteMode::Create)
+        .expect("write");
+    store
+        .write(&p("/memories/a.md"), b"public\n", WriteMode::Overwrite)
+        .expect("write");
+    let first = store
+        .history(&Query {
+            path: Some(p("/memories/a.md")),
+            ..Query::default()
+        })
+        .expect("history")[0]
+        .id
+        .clone();
+    store.redact_version(&first).expect("redact");
+    let page = page(dir.path());
+    let v = get(&page, &format!("/version?id={first}"));
+    assert!(v.body.contains("redacted"));
+    assert!(
+        !v.body.contains("/act/revert") && !v.body.contains("/act/redact"),
+        "{}",
+        v.body
+    );
+}
