@@ -19,7 +19,10 @@ use super::pages::{after, id_of, path_of};
 use super::{Ui, blocking, diff};
 use crate::history::ChangeOp;
 use crate::path::MemoryPath;
-use crate::store::{Context, EntryKind, StoreError, Version, WriteMode, WriteOptions};
+use crate::store::{
+    Abort, Context, DeleteIf, DeleteOptions, EntryKind, StoreError, UpdateOptions, Version,
+    WriteMode, WriteOptions,
+};
 use crate::tool::MemoryTool;
 
 type Fields = HashMap<String, String>;
@@ -249,6 +252,21 @@ fn rename(ui: &Ui, at: &str, f: &Fields) -> Done {
     }
 }
 
+/// What a delete's preview saw of a file (its size and last change), so
+/// the delete removes only that: `dir` for a directory.
+fn seen(meta: &crate::store::Metadata) -> String {
+    match meta.kind {
+        EntryKind::Directory => "dir".to_owned(),
+        _ => {
+            let at = meta
+                .modified
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            format!("{}:{at}", meta.len)
+        }
+    }
+}
+
 fn delete(ui: &Ui, at: &str, f: &Fields) -> Done {
     let path = path_of(field(f, "path"))?;
     if path.is_root() {
@@ -256,25 +274,48 @@ fn delete(ui: &Ui, at: &str, f: &Fields) -> Done {
     }
     let p = path.as_str();
     let parent = path.parent().unwrap_or_else(MemoryPath::root);
+    let store = ui.backend.store();
+    let meta = store
+        .stat(&path)
+        .map_err(failed)?
+        .ok_or_else(|| (StatusCode::NOT_FOUND, format!("Nothing is at {p}.")))?;
+    let changed = || {
+        failed(format!(
+            "{p} changed since you saw it: nothing was deleted. Look again."
+        ))
+    };
     match at {
         "ask" | "preview" => {
-            let meta = ui.backend.store().stat(&path).map_err(failed)?;
-            let what = match meta {
-                None => return Err((StatusCode::NOT_FOUND, format!("Nothing is at {p}."))),
-                Some(m) if m.kind == EntryKind::Directory => {
-                    "the directory and everything below it".to_owned()
-                }
-                Some(m) => format!("the file ({})", size(m.len)),
+            let what = match meta.kind {
+                EntryKind::Directory => "the directory and everything below it".to_owned(),
+                _ => format!("the file ({})", size(meta.len)),
             };
             Ok(html! {
                 h1 { "Delete " (p) }
                 p { "This deletes " (what) "." @if ui.backend.versions().is_some() { " Its versions stay: it can be restored from its delete's version (unless its content was redacted)." } }
-                (form(ui, "delete", "do", &[("path", p)], html! {}, "Delete"))
+                (form(ui, "delete", "do", &[("path", p), ("base", &seen(&meta))], html! {}, "Delete"))
             })
         }
         _ => {
-            let text = command(ui, json!({"command": "delete", "path": p}))?;
-            done(text, &browse_link(parent.as_str()))
+            let base = field(f, "base")
+                .ok_or_else(|| bad("The form does not say what it showed: open it again."))?;
+            if base != seen(&meta) {
+                return Err(changed());
+            }
+            let context = Context {
+                call: None,
+                note: Some(NOTE),
+            };
+            let mut same = |now: &crate::store::Metadata| seen(now) == base;
+            let condition = match meta.kind {
+                EntryKind::Directory => DeleteIf::Exists,
+                _ => DeleteIf::FileWhere(&mut same),
+            };
+            match store.delete_opts(&path, DeleteOptions { condition, context }) {
+                Ok(true) => done(format!("Deleted {p}."), &browse_link(parent.as_str())),
+                Ok(false) => Err(changed()),
+                Err(e) => Err(failed(e)),
+            }
         }
     }
 }
@@ -287,40 +328,60 @@ fn versions(
         .ok_or_else(|| bad("This store keeps no history: open it with --history."))
 }
 
+/// The sha256 of what a file holds now (`none` once deleted) and its text:
+/// what a revert's preview showed, checked again before the revert.
+fn now_of(
+    versions: &(dyn crate::history::Versions + Send + Sync),
+    file: &str,
+) -> Result<(String, String), (StatusCode, String)> {
+    Ok(match versions.current(file).map_err(failed)? {
+        Some((_, data)) => (
+            crate::store::sha256_hex(&data),
+            String::from_utf8_lossy(&data).into_owned(),
+        ),
+        None => ("none".to_owned(), String::new()),
+    })
+}
+
 fn revert(ui: &Ui, at: &str, f: &Fields) -> Done {
     let versions = versions(ui)?;
     let id = id_of(field(f, "id"))?;
     let shown = id.to_string();
+    let v = versions.show(&id).map_err(failed)?;
+    let (sha, now) = now_of(versions, &v.file)?;
     match at {
         "ask" | "preview" => {
-            let v = versions.show(&id).map_err(failed)?;
             let target = match v.op {
                 ChangeOp::Deleted => v.text().unwrap_or_default(),
                 _ => after(&v),
             };
-            let now = versions
-                .current(&v.file)
-                .map_err(failed)?
-                .map(|(_, data)| String::from_utf8_lossy(&data).into_owned())
-                .unwrap_or_default();
             let path = v.path.clone().unwrap_or_default();
             Ok(html! {
                 h1 { @if v.op == ChangeOp::Deleted { "Restore " } @else { "Revert " } (path) " to " (shown) }
                 p { "The file now, and as it will be:" }
                 (diff::render(&now, &target, false))
-                (form(ui, "revert", "do", &[("id", &shown)], html! {}, "Revert"))
+                (form(ui, "revert", "do", &[("id", &shown), ("base", &sha)], html! {}, "Revert"))
             })
         }
-        _ => match versions.revert_to(&id).map_err(failed)? {
-            Some(path) => done(
-                format!("Reverted {path} to {shown}."),
-                &format!("/changes?path={}", q(&path)),
-            ),
-            None => done(
-                format!("The file already holds {shown}: nothing changed."),
-                "/changes",
-            ),
-        },
+        _ => {
+            let base = field(f, "base")
+                .ok_or_else(|| bad("The form does not say what it showed: open it again."))?;
+            if base != sha {
+                return Err(failed(
+                    "The file changed since you saw it: nothing was reverted. Look again.",
+                ));
+            }
+            match versions.revert_to(&id).map_err(failed)? {
+                Some(path) => done(
+                    format!("Reverted {path} to {shown}."),
+                    &format!("/changes?path={}", q(&path)),
+                ),
+                None => done(
+                    format!("The file already holds {shown}: nothing changed."),
+                    "/changes",
+                ),
+            }
+        }
     }
 }
 
@@ -342,8 +403,45 @@ fn redact(ui: &Ui, at: &str, f: &Fields) -> Done {
     }
 }
 
+/// The most versions an erasure's preview reads, and the most it names.
+const ERASE_SCAN: usize = 10_000;
+const ERASE_SHOWN: usize = 200;
+
+/// The versions holding `text` (among the first [`ERASE_SCAN`]): their
+/// ids, and whether there were more to read.
+fn holding(
+    versions: &(dyn crate::history::Versions + Send + Sync),
+    text: &str,
+) -> Result<(Vec<String>, bool), (StatusCode, String)> {
+    let mut ids = Vec::new();
+    let mut read = 0usize;
+    let mut more = false;
+    versions
+        .each(&crate::history::Query::default(), &mut |v| {
+            if read >= ERASE_SCAN {
+                more = true;
+                return Ok(());
+            }
+            read += 1;
+            if let Ok(full) = versions.show(&v.id)
+                && full
+                    .content
+                    .is_some_and(|c| String::from_utf8_lossy(&c).contains(text))
+            {
+                ids.push(v.id.to_string());
+            }
+            Ok(())
+        })
+        .map_err(failed)?;
+    Ok((ids, more))
+}
+
 fn erase(ui: &Ui, at: &str, f: &Fields) -> Done {
     let versions = versions(ui)?;
+    let text = field(f, "text").unwrap_or("");
+    if at != "ask" && text.is_empty() {
+        return Err(bad("No text to erase."));
+    }
     match at {
         "ask" => Ok(html! {
             h1 { "Erase a text everywhere" }
@@ -352,34 +450,59 @@ fn erase(ui: &Ui, at: &str, f: &Fields) -> Done {
             }, "Show what holds it"))
         }),
         "preview" => {
-            let text = field(f, "text").unwrap_or("");
-            if text.is_empty() {
-                return Err(bad("No text to erase."));
-            }
+            let (ids, more) = holding(versions, text)?;
+            let files =
+                super::pages::find(ui.backend.store(), text, true).map_err(|(_, e)| failed(e))?;
             Ok(html! {
                 h1 { "Erase a text everywhere" }
-                p { "This erases every copy of the text below from every version that holds it, for good (each becomes [redacted]). The history never edits the files themselves: those that hold the text now are listed after, to edit." }
-                pre.file { (text) }
-                @let holding = super::pages::find(ui.backend.store(), text, true).map_err(|(_, e)| failed(e))?;
-                @if !holding.is_empty() {
-                    p { "Files that hold it now (" (holding.len()) "):" }
-                    ul { @for (path, _) in &holding { li { (path) } } }
+                pre.file { (super::layout::visible(text)) }
+                p { "Each copy becomes [redacted], for good: in every version that holds it (the history records no version of this), and in the files that hold it now (an edit of each, recorded as a change of the page)." }
+                p { "Versions that hold it: " (ids.len()) @if more { " among the first " (ERASE_SCAN) } }
+                @if !ids.is_empty() {
+                    ul { @for id in ids.iter().take(ERASE_SHOWN) { li { a href=(format!("/version?id={}", q(id))) { (id) } } } }
+                }
+                p { "Files that hold it now: " (files.len()) }
+                @if !files.is_empty() {
+                    ul { @for (path, _) in &files { li { (path) } } }
                 }
                 (form(ui, "erase", "do", &[("text", text)], html! {}, "Erase"))
             })
         }
         _ => {
-            let text = field(f, "text").unwrap_or("");
-            if text.is_empty() {
-                return Err(bad("No text to erase."));
-            }
             let (ids, files) = versions.erase_text(text.as_bytes()).map_err(failed)?;
+            let store = ui.backend.store();
+            let mut edited = Vec::new();
+            let mut left = Vec::new();
+            for file in &files {
+                let replaced = MemoryPath::parse(file).ok().and_then(|path| {
+                    let options = UpdateOptions {
+                        limit: u64::MAX,
+                        quota: None,
+                        context: Context {
+                            call: None,
+                            note: Some(NOTE),
+                        },
+                    };
+                    let mut change = |data: &[u8]| -> Result<Vec<u8>, Abort> {
+                        let now = String::from_utf8_lossy(data);
+                        match now.contains(text) {
+                            true => Ok(now.replace(text, "[redacted]").into_bytes()),
+                            false => Err(Abort),
+                        }
+                    };
+                    store.update_opts(&path, options, &mut change).ok()
+                });
+                match replaced {
+                    Some(_) => edited.push(file.clone()),
+                    None => left.push(file.clone()),
+                }
+            }
             Ok(html! {
                 h1 { "Done" }
-                p.done { "Erased from " (ids.len()) " versions." }
-                @if !files.is_empty() {
-                    p { "These files hold the text now; edit them to remove it:" }
-                    ul { @for f in &files { li { a href=(format!("/act/edit?path={}", q(f))) { (f) } } } }
+                p.done { "Erased from " (ids.len()) " versions and " (edited.len()) " files." }
+                @if !left.is_empty() {
+                    p.error { "These files could not be edited and still hold it:" }
+                    ul { @for f in &left { li { a href=(format!("/act/edit?path={}", q(f))) { (f) } } } }
                 }
                 p { a href="/changes" { "Go on" } }
             })

@@ -56,6 +56,7 @@ fn hunks(old: &str, new: &str) -> (Vec<Vec<Line>>, bool) {
 fn text(parts: &[(bool, String)]) -> Markup {
     html! {
         @for (marked, s) in parts {
+            @let s = super::layout::visible(s);
             @if *marked { mark { (s) } } @else { (s) }
         }
     }

@@ -29,6 +29,9 @@ use super::{Ui, layout};
 
 /// The largest request body: an edited file of 1 MiB, form-encoded.
 pub(crate) const MAX_BODY: usize = 4 << 20;
+/// How long a request's body may take to arrive (the headers have 10 s):
+/// a body trickled in holds its connection no longer.
+const BODY_TIME: std::time::Duration = std::time::Duration::from_secs(10);
 /// Signed-in browsers remembered at once; the oldest is forgotten first.
 const MAX_SESSIONS: usize = 64;
 const COOKIE: &str = "claude_memory_ui";
@@ -172,7 +175,13 @@ pub(crate) async fn check(State(ui): State<Arc<Ui>>, request: Request, next: Nex
     if !reading {
         let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
         let site = headers.get("sec-fetch-site").and_then(|s| s.to_str().ok());
-        if origin != Some(&format!("http://{host}")) || site.is_some_and(|s| s != "same-origin") {
+        // The page's own origin: http, or https behind a TLS proxy.
+        let own = origin.is_some_and(|o| {
+            o.strip_prefix("http://")
+                .or_else(|| o.strip_prefix("https://"))
+                .is_some_and(|rest| rest == host)
+        });
+        if !own || site.is_some_and(|s| s != "same-origin") {
             return plain(
                 StatusCode::FORBIDDEN,
                 "Forbidden: a change must come from this page",
@@ -192,9 +201,40 @@ pub(crate) async fn check(State(ui): State<Arc<Ui>>, request: Request, next: Nex
         harden(response.headers_mut());
         return response;
     }
+    let request = match reading {
+        true => request,
+        false => match whole(request).await {
+            Ok(request) => request,
+            Err(refused) => return refused,
+        },
+    };
     let mut response = next.run(request).await;
     harden(response.headers_mut());
     response
+}
+
+/// A change's request with its whole body, read within [`BODY_TIME`] and
+/// [`MAX_BODY`]; past either, an answer that closes the connection.
+async fn whole(request: Request) -> Result<Request, Response> {
+    let (parts, body) = request.into_parts();
+    let refused = |status, text| {
+        let mut response = plain(status, text);
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        response
+    };
+    match tokio::time::timeout(BODY_TIME, axum::body::to_bytes(body, MAX_BODY)).await {
+        Ok(Ok(bytes)) => Ok(Request::from_parts(parts, axum::body::Body::from(bytes))),
+        Ok(Err(_)) => Err(refused(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Payload Too Large: at most 4 MiB",
+        )),
+        Err(_) => Err(refused(
+            StatusCode::REQUEST_TIMEOUT,
+            "Request Timeout: the body did not arrive within 10 s",
+        )),
+    }
 }
 
 /// The sign-in form, where the page has tokens.

@@ -93,13 +93,45 @@ pub(crate) fn size(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
-/// `2026-12-07 22:46:59` (UTC).
+/// `2026-12-07 22:46:59` (UTC); a time past the year 9999 (a planted
+/// file's) as such.
 pub(crate) fn time(t: SystemTime) -> String {
+    const LAST: u64 = 253_402_300_799; // 9999-12-31 23:59:59
+    let past = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .is_ok_and(|d| d.as_secs() > LAST);
+    if past {
+        return "after 9999".to_owned();
+    }
     humantime::format_rfc3339_seconds(t)
         .to_string()
         .replace('T', " ")
         .trim_end_matches('Z')
         .to_owned()
+}
+
+/// Text as the page shows memory content: characters that would reorder
+/// or hide what a reviewer reads shown, never applied: a C0 control (but
+/// the line end and the tab) as its control picture (`␀`), other control,
+/// format and bidirectional characters as `<U+202E>`.
+pub(crate) fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    let hidden = |c: char| {
+        (c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
+            || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+    };
+    if !text.chars().any(hidden) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match (hidden(c), u32::from(c)) {
+            (false, _) => out.push(c),
+            (true, n @ 0..=0x1f) => out.push(char::from_u32(0x2400 + n).unwrap_or('?')),
+            (true, 0x7f) => out.push('\u{2421}'),
+            (true, n) => out.push_str(&format!("<U+{n:04X}>")),
+        }
+    }
+    out.into()
 }
 
 /// A query value, percent-encoded.

@@ -24,8 +24,9 @@ use crate::tool::MemoryTool;
 
 /// Entries a directory page shows.
 const ENTRIES: usize = 200;
-/// Lines a file page shows.
+/// Lines a file page shows, and the most bytes of them.
 pub(crate) const LINES: i64 = 500;
+const PAGE_BYTES: usize = 128 << 10;
 /// Versions a page of changes shows.
 const CHANGES: usize = 100;
 /// The most files one search looks at, results it shows, and bytes of a
@@ -180,7 +181,7 @@ fn pager(base: &str, page_no: usize, pages: usize) -> Markup {
 fn file(ui: &Ui, path: &MemoryPath, len: u64, line: i64) -> Page {
     let tool = MemoryTool::with_config(
         ui.backend.store(),
-        Config::default().with_view_output_limit(256 << 10),
+        Config::default().with_view_output_limit(128 << 10),
     );
     let view = |range: [i64; 2]| {
         tool.dispatch(&json!({"command": "view", "path": path.as_str(), "view_range": range}))
@@ -200,7 +201,15 @@ fn file(ui: &Ui, path: &MemoryPath, len: u64, line: i64) -> Page {
                 true => t.rsplit_once('\n').map_or(t.as_str(), |(page, _)| page),
                 false => t.as_str(),
             };
-            html! { pre.file { (t) } }
+            // A page holds at most PAGE_BYTES of the file, whatever its lines.
+            let mut end = t.len().min(PAGE_BYTES);
+            while !t.is_char_boundary(end) {
+                end -= 1;
+            }
+            html! {
+                pre.file { (layout::visible(&t[..end])) }
+                @if end < t.len() { p.note { "(cut at " (size(PAGE_BYTES as u64)) ": the line is longer)" } }
+            }
         }
         Some(Content::Image { .. }) => html! { p.note { "An image, " (size(len)) "." } },
         None => html! {},
@@ -258,7 +267,7 @@ pub(crate) async fn search(State(ui): State<Arc<Ui>>, Query(s): Query<Search>) -
                         li {
                             a href=(browse_link(path)) { (path) }
                             @for (n, l) in lines {
-                                div.hit { span.n { (n) } " " (l) }
+                                div.hit { span.n { (n) } " " (layout::visible(l)) }
                             }
                         }
                     }
@@ -408,7 +417,7 @@ pub(crate) async fn changes(State(ui): State<Arc<Ui>>, Query(c): Query<Changes>)
                 " " a href="/changes" { "clear" }
             }
             @if !ui.options.read_only {
-                p { a href="/act/erase" { "Erase a text from every version and file…" } }
+                p { a href="/act/erase" { "Erase a text everywhere…" } }
             }
             (timeline(&page))
             @if let Some(link) = older { nav.pager { a href=(link) { "older →" } } }
@@ -501,7 +510,7 @@ pub(crate) async fn version(State(ui): State<Arc<Ui>>, Query(one): Query<One>) -
             @match v.text() {
                 Some(text) => {
                     p.meta { @if v.op == ChangeOp::Deleted { "The content it removed:" } @else { "The content after it:" } }
-                    pre.file { (text) }
+                    pre.file { (layout::visible(&text)) }
                 },
                 None => p.note { "Its content was redacted." },
             }

@@ -116,7 +116,7 @@ where
 /// directory two file deletes emptied is gone (a state no sequence of
 /// legal calls makes: deleting a file never removes its directory).
 /// Before the change each re-listed the parent after its delete, so the
-/// later one wrote the marker. FAILS on the current code.
+/// later one wrote the marker.
 #[test]
 fn two_deletes_emptying_a_directory_together_keep_it() {
     let Some(id) = new_store() else { return };
@@ -142,7 +142,6 @@ fn two_deletes_emptying_a_directory_together_keep_it() {
 }
 
 /// The same with a move out of the directory racing a delete in it.
-/// FAILS on the current code.
 #[test]
 fn a_move_and_a_delete_emptying_a_directory_together_keep_it() {
     let Some(id) = new_store() else { return };
@@ -174,8 +173,7 @@ fn a_move_and_a_delete_emptying_a_directory_together_keep_it() {
 /// directory holding the subdirectory: it is not emptied, so no marker
 /// is written (an extra request, and an extra memory towards the
 /// service's 2,000). keep_parent_of takes "the entry was all its
-/// listing held" for "the directory is empty now". FAILS on the
-/// current code.
+/// listing held" for "the directory is empty now".
 #[test]
 fn a_move_into_a_subdirectory_of_its_own_directory_writes_no_marker() {
     let Some(id) = new_store() else { return };
@@ -201,8 +199,7 @@ fn a_move_into_a_subdirectory_of_its_own_directory_writes_no_marker() {
 /// missing path, an existing file, no match, a line out of range read
 /// "archived", where SPEC's order (the command's checks, then storage)
 /// and a store opened before the archive, in the very same state, give
-/// the command's answer. Same state, two texts. FAILS on the current
-/// code.
+/// the command's answer. Same state, two texts.
 #[test]
 fn a_store_archived_when_opened_answers_in_specs_order() {
     let Some(id) = new_store() else { return };
@@ -290,8 +287,7 @@ fn a_store_archived_while_open_refuses_every_write_once_one_was_refused() {
 /// lease first, whose create the service refuses: the answer is "the
 /// memory store refused it", not the archived answer the docs give for
 /// every write (lease.rs answers a refused lease without asking why).
-/// (The behaviour predates the change; the promise is new.) FAILS on the
-/// current code.
+/// (The behaviour predates the change; the promise is new.)
 #[test]
 fn a_directory_move_or_delete_in_a_store_archived_while_open_says_archived() {
     let Some(id) = new_store() else { return };
@@ -363,8 +359,7 @@ fn an_edit_racing_another_writer_keeps_both() {
 /// A faulty service's retrieve names another memory's id (one with the
 /// same content): the edit is sent to that id, lands on the other
 /// memory, and the tool says the asked file was edited. The listing named
-/// the right id; before the change the update used it. FAILS on the
-/// current code.
+/// the right id; before the change the update used it.
 #[test]
 fn an_edit_is_sent_to_the_memory_the_listing_named() {
     let Some(id) = new_store() else { return };
@@ -493,8 +488,7 @@ fn a_rename_keeps_the_segment_limit_only_where_it_deepens() {
 /// first"; deleting a directory (or merging one by a move) takes the
 /// lease, a memory the full store refuses, and fails with "the memory
 /// store refused it". (The lease predates the change; the new answer
-/// points the model at the one way out that does not work.) FAILS on the
-/// current code.
+/// points the model at the one way out that does not work.)
 #[test]
 fn at_the_cap_a_directory_can_still_be_deleted() {
     let Some(id) = new_store() else { return };
@@ -516,8 +510,7 @@ fn at_the_cap_a_directory_can_still_be_deleted() {
 
 /// `--tenant` scopes every subcommand to one tenant's memories in a shared
 /// store; `archive` ignores it and archives the whole memory store, every
-/// tenant's memories, for good. It should refuse. FAILS on the current
-/// code.
+/// tenant's memories, for good. It should refuse.
 #[cfg(feature = "cli")]
 #[test]
 fn the_cli_refuses_to_archive_a_whole_store_for_one_tenant() {
@@ -581,7 +574,6 @@ fn the_cli_archive_with_typos_archives_nothing() {
 /// the memory store" (nothing changed) instead of SPEC §4's "Could not
 /// confirm the write … view it before trying again". api.rs answers a
 /// repeatable write's last 5xx as Unreachable. (Before the change too.)
-/// FAILS on the current code.
 #[test]
 fn an_applied_edit_whose_answer_is_lost_says_could_not_confirm() {
     let Some(id) = new_store() else { return };
@@ -608,8 +600,7 @@ fn an_applied_edit_whose_answer_is_lost_says_could_not_confirm() {
 /// writer changes the file before the repeat: the repeat's precondition
 /// fails (409), which update_opts takes for "changed since the read", so
 /// it reads again and applies the same edit a second time: one insert,
-/// two lines, answered success. (Before the change too.) FAILS on the
-/// current code.
+/// two lines, answered success. (Before the change too.)
 #[test]
 fn an_applied_edit_whose_answer_is_lost_is_not_applied_twice() {
     let Some(id) = new_store() else { return };
@@ -667,7 +658,6 @@ fn a_move_onto_itself_is_destination_exists() {
 /// failure reads as "Could not reach the memory store" (nothing
 /// changed). The model that trusts it creates again and reads "already
 /// exists", or redoes an edit that landed. (Before the change too.)
-/// FAILS on the current code.
 #[test]
 fn a_write_answered_200_with_a_malformed_body_is_not_said_to_have_failed_to_reach() {
     let Some(id) = new_store() else { return };
@@ -696,8 +686,7 @@ fn a_write_answered_200_with_a_malformed_body_is_not_said_to_have_failed_to_reac
 
 /// The service answers the archive with the store, `archived_at` null:
 /// by its own answer nothing was archived, yet `archive()` says it was
-/// (and the CLI prints "archived …"). Only the status is read. FAILS on
-/// the current code.
+/// (and the CLI prints "archived …"). Only the status is read.
 #[test]
 fn an_archive_answered_not_archived_is_not_reported_as_done() {
     let Some(id) = new_store() else { return };

@@ -132,11 +132,18 @@ fn a_change_without_its_forms_token_is_refused() {
         Some("keep\n")
     );
     // The right one works.
-    let csrf = token(&page, "/act/delete?path=/memories/a.md");
+    let form = get(&page, "/act/delete?path=/memories/a.md");
+    let csrf = form.hidden("csrf").expect("token");
+    let base = form.hidden("base").expect("what it showed");
     let a = post(
         &page,
         "/act/delete",
-        &[("csrf", &csrf), ("step", "do"), ("path", "/memories/a.md")],
+        &[
+            ("csrf", &csrf),
+            ("step", "do"),
+            ("path", "/memories/a.md"),
+            ("base", &base),
+        ],
     );
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(read(dir.path(), "/memories/a.md"), None);

@@ -45,7 +45,15 @@ fn submit(page: &Page, confirm: &str, action: &str, step: &str, extra: &[(&str, 
     let form = get(page, confirm);
     assert_eq!(form.status, 200, "{confirm}: {}", form.body);
     let csrf = form.hidden("csrf").expect("a token");
+    // What the form showed (a revert's or a delete's base), as a browser
+    // would send it back.
+    let base = form.hidden("base");
     let mut fields = vec![("csrf", csrf.as_str()), ("step", step)];
+    if let Some(base) = &base
+        && !extra.iter().any(|(k, _)| *k == "base")
+    {
+        fields.push(("base", base));
+    }
     fields.extend_from_slice(extra);
     post(page, &format!("/act/{action}"), &fields)
 }
@@ -195,11 +203,7 @@ fn a_revert_and_a_restore_are_changes_of_their_own() {
         "do",
         &[("path", "/memories/a.md")],
     );
-    assert!(
-        a.body.contains("Successfully deleted /memories/a.md") || a.body.contains("deleted"),
-        "{}",
-        a.body
-    );
+    assert!(a.body.contains("Deleted /memories/a.md."), "{}", a.body);
     assert_eq!(read(dir.path(), "/memories/a.md"), None);
     let deleted = newest(dir.path(), "/memories/a.md");
     assert_eq!(deleted.op, ChangeOp::Deleted);
@@ -283,12 +287,15 @@ fn a_redaction_and_an_erasure_remove_the_text_from_the_history() {
         "do",
         &[("text", "tk-hidden-2")],
     );
-    assert!(a.body.contains("Erased from 1 versions."), "{}", a.body);
-    // The live file is the user's to edit: the page links it.
     assert!(
-        a.body.contains("/act/edit?path=/memories/b.md"),
+        a.body.contains("Erased from 1 versions and 1 files."),
         "{}",
         a.body
+    );
+    // The live file too, as a change of the page's own.
+    assert_eq!(
+        read(dir.path(), "/memories/b.md").as_deref(),
+        Some("token [redacted]\n")
     );
     let history = open(dir.path());
     let b = history
