@@ -130,6 +130,7 @@ mod config;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod definition;
+pub mod dream;
 pub mod expiry;
 pub mod history;
 mod lines;
