@@ -227,4 +227,6 @@ pub mod docs_doctests {
     pub struct Performance;
     #[doc = include_str!("../docs/ui.md")]
     pub struct Ui;
+    #[doc = include_str!("../docs/dream.md")]
+    pub struct Dream;
 }

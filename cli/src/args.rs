@@ -157,6 +157,18 @@ pub enum Command {
     /// needs --token-file. SIGINT/SIGTERM stop it.
     Ui(crate::ui::UiArgs),
 
+    /// Consolidate the memory with a model: merge duplicates, keep the
+    /// newest evidence, drop the obsolete, keep an index.
+    ///
+    /// Over the Messages API (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL), with
+    /// the memory tool only, reading --sessions (Messages API JSON or
+    /// Claude Code JSONL transcripts) as evidence, never as orders. By
+    /// default the result goes to a new directory and the store is never
+    /// written; --in-place changes a store with history under one actor,
+    /// dream:ID, that `revert --actor dream:ID` undoes; --dry-run prints
+    /// the diff. Prints a line per tool call (stderr) and a summary.
+    Dream(crate::dream::DreamArgs),
+
     /// Keep this store in step with a managed memory store.
     ///
     /// Both ways, by the rules of Anthropic's SDKs: a change on one side

@@ -15,6 +15,7 @@ mod args;
 mod backup;
 mod check;
 mod crypt;
+mod dream;
 mod history;
 mod history_copy;
 mod mcp;
@@ -95,9 +96,11 @@ fn run(cli: Cli) -> Outcome {
         false => HistoryLogs::IfKept,
     };
     let ring = crypt::ring(&cli.key_file, cli.passphrase_file.as_deref(), tenant)?;
+    let dream_id = dream::new_id();
     let label = match cli.command {
         Command::Mcp(_) => "claude-memory-mcp".to_owned(),
         Command::Ui(_) => ui::actor(),
+        Command::Dream(_) => format!("dream:{dream_id}"),
         _ => "claude-memory-cli".to_owned(),
     };
     let stack = Stack {
@@ -174,6 +177,7 @@ fn run(cli: Cli) -> Outcome {
         Command::Check => check::check(&open(Access::Read)?),
         Command::Archive { yes } => archive(&stack, yes),
         Command::Ui(args) => ui::run(&stack, history, args),
+        Command::Dream(args) => dream::run(&stack, &config, history, args, &dream_id),
         Command::History {
             action: Some(args::HistoryAction::Copy { to }),
             ..

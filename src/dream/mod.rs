@@ -90,7 +90,8 @@ pub struct Dream {
     /// The most requests (turns) the job sends (default 30).
     pub max_turns: usize,
     /// The most tokens (input and output, summed over every response) the
-    /// job spends; no request is sent past it (default 500,000).
+    /// job spends; no request is sent past it (default 2,000,000: a store of
+    /// 100 memories with 10 sessions of 20 KB spends about 1,000,000).
     pub max_tokens: u64,
     /// Each response's `max_tokens` (default 8,192).
     pub max_output_tokens: u64,
@@ -108,7 +109,7 @@ impl Dream {
             instructions: None,
             sessions: Vec::new(),
             max_turns: 30,
-            max_tokens: 500_000,
+            max_tokens: 2_000_000,
             max_output_tokens: 8_192,
         }
     }
