@@ -625,10 +625,12 @@ fn open_postgres(
     // transaction; reads of other threads use the others.
     let store = crate::PostgresStore::connect(url, 3).map_err(|e| failed(Box::new(e)))?;
     let scope = options.tenant.as_ref().map_or("", TenantId::as_str);
-    let tenant_store: Box<dyn MemoryStore> = match &options.tenant {
-        Some(tenant) => Box::new(store.for_tenant(tenant)),
-        None => Box::new(store.clone()),
+    // The tenant's store: its history's scope is its tenant.
+    let store = match &options.tenant {
+        Some(tenant) => store.for_tenant(tenant),
+        None => store,
     };
+    let tenant_store: Box<dyn MemoryStore> = Box::new(store.clone());
     refuse_encrypted(&*tenant_store, options, &without_password(url))?;
     // Asked on the store's own pool: a failed question fails the open,
     // never opens a store that keeps a history without it.

@@ -341,3 +341,44 @@ fn a_mistyped_store_is_said_missing_before_its_history() {
         );
     }
 }
+
+/// A PostgreSQL store's tenant opened with a history keeps a history of
+/// its own (its log's scope is the tenant): the open used to refuse it,
+/// the log asked of the base store rather than the tenant's.
+#[cfg(feature = "postgres")]
+#[test]
+fn a_postgresql_tenant_opens_with_a_history_of_its_own() {
+    let Ok(db) = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL") else {
+        assert!(
+            std::env::var("CLAUDE_MEMORY_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+            "CLAUDE_MEMORY_REQUIRE_POSTGRES=1 but CLAUDE_MEMORY_TEST_POSTGRES_URL is not set"
+        );
+        eprintln!("skipped: no PostgreSQL");
+        return;
+    };
+    let url = StoreUrl::parse(&db).expect("url");
+    let name = format!("url-{}-{}", std::process::id(), line!());
+    let tenant = TenantId::parse(&name).expect("tenant");
+    let options = OpenOptions::new()
+        .create(true)
+        .tenant(Some(tenant.clone()))
+        .history(HistoryLogs::Start);
+    let opened = url.open(&options).expect("a tenant with a history");
+    let h = HistoryStore::open(opened.store, opened.log.expect("a log")).expect("history");
+    h.write(
+        &p("/memories/a.md"),
+        b"tenant\n",
+        claude_memory::store::WriteMode::Create,
+    )
+    .expect("write");
+    drop(h);
+    assert!(url.keeps_history(Some(&tenant)).expect("asked"));
+    let again = url
+        .open(
+            &OpenOptions::new()
+                .tenant(Some(tenant))
+                .history(HistoryLogs::Required),
+        )
+        .expect("its history, required");
+    assert!(again.log.is_some());
+}

@@ -385,3 +385,38 @@ fn a_managed_store_is_reviewed_and_reverted_in_a_browser() {
         .expect("the memory");
     assert_eq!(todo.1, "buy milk\nwrite the tests\ncall Alice\n");
 }
+
+#[cfg(feature = "postgres")]
+#[test]
+fn a_postgresql_store_with_history_is_reviewed_and_reverted_in_a_browser() {
+    let Some(driver_path) = chromedriver() else {
+        return;
+    };
+    let Ok(url) = std::env::var("CLAUDE_MEMORY_TEST_POSTGRES_URL") else {
+        assert!(
+            std::env::var("CLAUDE_MEMORY_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+            "CLAUDE_MEMORY_REQUIRE_POSTGRES=1 but CLAUDE_MEMORY_TEST_POSTGRES_URL is not set"
+        );
+        eprintln!("skipped: no PostgreSQL (source .ci/postgres.sh)");
+        return;
+    };
+    // A tenant of its own, so runs and other tests never meet.
+    let tenant = format!("ui-{}-{}", std::process::id(), free_port());
+    let args = ["--store", url.as_str(), "--tenant", tenant.as_str()];
+    let mut with_history = args.to_vec();
+    with_history.push("--history");
+    serve(&with_history, &[], &calls());
+    let (_ui, page) = ui(&args, &[]);
+    let (_driver, driver) = start_driver(&driver_path);
+    let dir = tempfile::tempdir().expect("tempdir");
+    runtime().block_on(async {
+        let c = browser(&driver, &dir.path().join("profile")).await;
+        review(&c, &page, None).await;
+        c.close().await.expect("close");
+    });
+    let mut view = args.to_vec();
+    view.extend(["view", "/memories/notes/todo.md"]);
+    let out = cli(&view, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("buy milk") && !text.contains("oat"), "{text}");
+}
