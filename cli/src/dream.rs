@@ -69,6 +69,7 @@ mod job {
     use std::time::Duration;
 
     use claude_memory::dream::{self, Dream, read_session};
+    use claude_memory::history::escape_text;
     use claude_memory::runner::Request;
     use claude_memory::url::{HistoryLogs, StoreUrl};
     use claude_memory::{Config, InMemoryStore, MemoryStore};
@@ -80,6 +81,8 @@ mod job {
 
     /// Retries of a request answered 429, 5xx or 529.
     const RETRIES: u32 = 4;
+    /// The most bytes of one answer read (a message is far smaller).
+    const MAX_ANSWER: usize = 32 << 20;
 
     /// `POST {base}/v1/messages`, retried with backoff on 429 and 5xx.
     struct Messages {
@@ -101,8 +104,11 @@ mod job {
                 .filter(|b| !b.is_empty())
                 .unwrap_or_else(|| "https://api.anthropic.com".into());
             let _ = rustls::crypto::ring::default_provider().install_default();
+            // No redirect is followed: one to another host would carry the
+            // key (x-api-key is not a header a redirect drops) and the memory.
             let http = reqwest::blocking::Client::builder()
                 .timeout(Duration::from_secs(600))
+                .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .map_err(|e| failed(format_args!("cannot start an HTTP client: {e}")))?;
             Ok(Messages {
@@ -137,9 +143,19 @@ mod job {
                     .map_or(Duration::from_millis(1000 << attempt.min(5)), |s| {
                         Duration::from_secs_f64(s.min(60.0))
                     });
-                let text = answer
-                    .text()
-                    .map_err(|e| format!("the Messages API: {e}"))?;
+                // At most MAX_ANSWER bytes of an answer are read.
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(
+                    &mut std::io::Read::take(answer, MAX_ANSWER as u64 + 1),
+                    &mut bytes,
+                )
+                .map_err(|e| format!("the Messages API: {e}"))?;
+                if bytes.len() > MAX_ANSWER {
+                    return Err(format!(
+                        "the Messages API answered more than {MAX_ANSWER} bytes"
+                    ));
+                }
+                let text = String::from_utf8_lossy(&bytes).into_owned();
                 match status {
                     200..=299 => {
                         return serde_json::from_str(&text).map_err(|_| {
@@ -181,9 +197,17 @@ mod job {
             )));
         }
         for file in &args.sessions {
-            let text = std::fs::read_to_string(file)
-                .map_err(|e| Failure::Usage(format!("--sessions {}: {e}", file.display())))?;
-            let session = read_session(&file.display().to_string(), &text)
+            let name = file.display().to_string();
+            let too_large =
+                std::fs::metadata(file).is_ok_and(|m| m.len() > dream::MAX_SESSION_BYTES as u64);
+            let data = match too_large {
+                true => vec![0; dream::MAX_SESSION_BYTES + 1],
+                false => std::fs::read(file)
+                    .map_err(|e| Failure::Usage(format!("--sessions {name}: {e}")))?,
+            };
+            let text = dream::session_text(&name, data)
+                .map_err(|e| Failure::Usage(format!("--sessions {e}")))?;
+            let session = read_session(&name, &text)
                 .map_err(|e| Failure::Usage(format!("--sessions {e}")))?;
             job.sessions.push(session);
         }
@@ -199,31 +223,68 @@ mod job {
         eprintln!("dream: {call}");
     }
 
-    /// Runs the dream on `store`; the summary printed.
+    /// Runs the dream on `store`; `undo` says, if it stops half-way, what
+    /// undoes what it did.
     fn dream_on(
         job: &Dream,
+        messages: &Messages,
         store: &dyn MemoryStore,
         config: &Config,
+        undo: &str,
     ) -> Result<dream::Summary, Failure> {
-        let messages = Messages::from_env()?;
         job.run(store, config.clone(), |r| messages.send(r), report)
-            .map_err(|e| failed(format_args!("the dream stopped: {e}")))
+            .map_err(|e| failed(format_args!("the dream stopped: {e}{undo}")))
+    }
+
+    /// Whether `output` (a directory or a SQLite file) would be inside, or
+    /// be, the directory store `input`: its writes would land in the input.
+    fn inside(input: &StoreUrl, output: &StoreUrl) -> bool {
+        let StoreUrl::Dir(input) = input else {
+            return false;
+        };
+        let out = match output {
+            StoreUrl::Dir(p) | StoreUrl::Sqlite(p) => p,
+            _ => return false,
+        };
+        let Ok(input) = std::fs::canonicalize(input) else {
+            return false;
+        };
+        // The output may not exist yet: its nearest existing ancestor.
+        let absolute = std::path::absolute(out).unwrap_or_else(|_| out.clone());
+        let mut probe = absolute.as_path();
+        let mut rest = Vec::new();
+        loop {
+            if let Ok(real) = std::fs::canonicalize(probe) {
+                let full = rest.iter().rev().fold(real, |p, c| p.join(c));
+                return full.starts_with(&input);
+            }
+            match (probe.parent(), probe.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name.to_owned());
+                    probe = parent;
+                }
+                _ => return false,
+            }
+        }
     }
 
     pub fn run(
         stack: &Stack,
         config: &Config,
-        _history: HistoryLogs,
+        history: HistoryLogs,
         args: DreamArgs,
         id: &str,
     ) -> Outcome {
         let job = job(&args)?;
+        // The key first: nothing is copied or opened for a dream that
+        // cannot run.
+        let messages = Messages::from_env()?;
         let shown = stack.url.shown();
         if args.dry_run {
             let input = stack.open(Access::Read, HistoryLogs::IfKept)?;
             let scratch = InMemoryStore::new();
             dream::copy(&*input, &scratch).map_err(failed)?;
-            let summary = dream_on(&job, &scratch, config)?;
+            let summary = dream_on(&job, &messages, &scratch, config, "")?;
             for path in summary
                 .changed
                 .iter()
@@ -243,7 +304,8 @@ mod job {
                     path,
                     path,
                 );
-                out(diff.trim_end())?;
+                // The model wrote it: no byte of it may drive the terminal.
+                out(escape_text(diff.trim_end()))?;
             }
             return out(format_args!(
                 "{summary}dry run: nothing was written to {shown}"
@@ -255,30 +317,65 @@ mod job {
                     "a managed store's versions are the service's, which cannot be reverted by actor: dream with --output STORE, then review and copy".into(),
                 ));
             }
-            let history = stack.history(Access::Change).map_err(|_| {
-                Failure::Usage(format!(
-                    "--in-place needs a store that keeps a history (its changes are reverted by actor): {shown} keeps none; start one with --history, or dream with --output"
-                ))
-            })?;
-            let summary = dream_on(&job, &history, config)?;
+            let store = match history {
+                // --history: started here if the store keeps none yet.
+                HistoryLogs::Start => stack.open(Access::Change, HistoryLogs::Start)?,
+                _ => {
+                    // A missing store says so, before whether it keeps a history.
+                    drop(stack.base(Access::Read)?);
+                    let kept = stack
+                        .url
+                        .keeps_history(stack.tenant)
+                        .map_err(|e| failed(format_args!("{shown}: {e}")))?;
+                    if !kept {
+                        return Err(Failure::Usage(format!(
+                            "--in-place needs a store that keeps a history (its changes are reverted by actor): {shown} keeps none; add --history to start one, or dream with --output"
+                        )));
+                    }
+                    Box::new(stack.history(Access::Change)?)
+                }
+            };
+            let mut undo = format!("claude-memory --store {shown}");
+            if let Some(t) = stack.tenant {
+                undo.push_str(&format!(" --tenant {}", t.as_str()));
+            }
+            if stack.ring.is_some() {
+                undo.push_str(" (with the same key options)");
+            }
+            undo.push_str(&format!(" revert --actor dream:{id}"));
+            eprintln!("dream: in place as dream:{id}; to undo it: {undo}");
+            let summary = dream_on(
+                &job,
+                &messages,
+                &*store,
+                config,
+                &format!("; what it changed is dream:{id}'s: undo it with {undo}"),
+            )?;
             return out(format_args!(
-                "{summary}every change is dream:{id}'s: undo them with claude-memory --store {shown} revert --actor dream:{id}"
+                "{summary}every change is dream:{id}'s: undo them with {undo}"
             ));
         }
         let output = args.output.clone().unwrap_or_else(|| format!("dream-{id}"));
-        let input = stack.open(Access::Read, HistoryLogs::IfKept)?;
         let out_url = crate::store::from_args(Some(&output), None)?;
+        if inside(stack.url, &out_url) {
+            return Err(Failure::Usage(format!(
+                "--output {output} is inside the store {shown} (or is it): the dream would write its input; give a place outside it"
+            )));
+        }
+        let input = stack.open(Access::Read, HistoryLogs::IfKept)?;
+        // The output sealed with the input's keys: an encrypted memory is
+        // never dreamed into plain text.
         let out_stack = Stack {
             url: &out_url,
             tenant: None,
-            ring: None,
+            ring: stack.ring,
             label: stack.label,
         };
         let target = out_stack.open(Access::Create, HistoryLogs::IfKept)?;
         let copied =
             dream::copy(&*input, &*target).map_err(|e| failed(format_args!("{output}: {e}")))?;
         eprintln!("dream: copied {copied} files into {output}");
-        let summary = dream_on(&job, &*target, config)?;
+        let summary = dream_on(&job, &messages, &*target, config, "")?;
         out(format_args!(
             "{summary}the input {shown} was not written; review the result with claude-memory --store {output} ui"
         ))

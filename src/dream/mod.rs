@@ -34,7 +34,9 @@
 
 mod sessions;
 
-pub use sessions::{MAX_SESSION_CHARS, Session, SessionError, read_session};
+pub use sessions::{
+    MAX_SESSION_BYTES, MAX_SESSION_CHARS, Session, SessionError, read_session, session_text,
+};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -142,7 +144,7 @@ impl Dream {
         }
         for s in shown {
             let name = s.name.replace(['"', '<', '>', '\n'], "_");
-            let body = s.text.replace("</session", "< /session");
+            let body = unclosable(&s.text);
             text.push_str(&format!("\n<session name=\"{name}\">\n{body}</session>\n"));
         }
         json!({"role": "user", "content": text})
@@ -161,6 +163,20 @@ impl Dream {
         progress: impl Fn(&Call) + Send + Sync + 'static,
     ) -> Result<Summary, DreamError<E>> {
         let before = snapshot(&store).map_err(DreamError::Store)?;
+        if self.max_turns == 0 {
+            return Ok(Summary {
+                created: Vec::new(),
+                changed: Vec::new(),
+                deleted: Vec::new(),
+                bytes_before: before.values().map(|(_, len)| len).sum(),
+                bytes_after: before.values().map(|(_, len)| len).sum(),
+                input_tokens: 0,
+                output_tokens: 0,
+                turns: 0,
+                calls: 0,
+                stopped: Stop::MaxTurns,
+            });
+        }
         let calls = Arc::new(AtomicUsize::new(0));
         let sink = Progress {
             report: progress,
@@ -172,20 +188,22 @@ impl Dream {
             "max_tokens": self.max_output_tokens,
             "system": self.system(),
         });
-        let runner = Runner::new(tool, base).max_iterations(self.max_turns.max(1));
+        let runner = Runner::new(tool, base).max_iterations(self.max_turns);
         let (mut input_tokens, mut output_tokens) = (0u64, 0u64);
         let mut turns = 0usize;
         let outcome = runner.run(vec![self.first_message()], |request| {
-            if input_tokens + output_tokens >= self.max_tokens {
+            if input_tokens.saturating_add(output_tokens) >= self.max_tokens {
                 return Err(Halt::Budget);
             }
             turns += 1;
             let response = send(request).map_err(Halt::Send)?;
             let usage = |k: &str| response["usage"][k].as_u64().unwrap_or(0);
-            input_tokens += usage("input_tokens")
-                + usage("cache_creation_input_tokens")
-                + usage("cache_read_input_tokens");
-            output_tokens += usage("output_tokens");
+            // A service's numbers, however large, never wrap the budget.
+            input_tokens = input_tokens
+                .saturating_add(usage("input_tokens"))
+                .saturating_add(usage("cache_creation_input_tokens"))
+                .saturating_add(usage("cache_read_input_tokens"));
+            output_tokens = output_tokens.saturating_add(usage("output_tokens"));
             Ok(response)
         });
         let stopped = match outcome {
@@ -230,6 +248,22 @@ impl Dream {
             .collect();
         Ok(summary)
     }
+}
+
+/// `text` with every `</session` (in any case) broken up, so a session
+/// cannot close its block.
+fn unclosable(text: &str) -> String {
+    // ASCII lowercasing keeps every byte where it was.
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (at, _) in lower.match_indices("</session") {
+        out.push_str(&text[last..at]);
+        out.push_str("< /");
+        last = at + 2;
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 /// Why the transport closure stopped the runner.

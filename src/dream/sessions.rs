@@ -10,6 +10,9 @@ use serde_json::Value;
 /// The most characters of one session a dream shows the model; past it
 /// the session is cut, and says so.
 pub const MAX_SESSION_CHARS: usize = 100_000;
+/// The largest transcript file read: past it, the file is refused, not
+/// read into memory (only [`MAX_SESSION_CHARS`] of it would be shown).
+pub const MAX_SESSION_BYTES: usize = 32 << 20;
 /// The most characters of one tool call's input or result shown.
 const MAX_BLOCK_CHARS: usize = 500;
 
@@ -57,7 +60,9 @@ pub fn read_session(name: &str, data: &str) -> Result<Session, SessionError> {
                 "not a transcript: expected a JSON array of messages, an object with `messages`, or JSONL".into(),
             ));
         }
-        Err(whole) if data.trim_start().starts_with('[') => {
+        // One JSON document (it does not begin with a line that is JSON
+        // by itself): its own error, at its line.
+        Err(whole) if data.trim_start().starts_with('[') || !first_line_is_json(data) => {
             return Err(error(whole.line(), format!("not JSON: {whole}")));
         }
         Err(_) => jsonl(data).map_err(|(line, reason)| error(line, reason))?,
@@ -85,6 +90,36 @@ pub fn read_session(name: &str, data: &str) -> Result<Session, SessionError> {
     Ok(Session {
         name: name.to_owned(),
         text,
+    })
+}
+
+fn first_line_is_json(data: &str) -> bool {
+    data.lines()
+        .find(|l| !l.trim().is_empty())
+        .is_some_and(|l| serde_json::from_str::<Value>(l).is_ok())
+}
+
+/// A transcript file's text: UTF-8, or an error naming the line where it
+/// stops being so. At most [`MAX_SESSION_BYTES`].
+pub fn session_text(name: &str, data: Vec<u8>) -> Result<String, SessionError> {
+    if data.len() > MAX_SESSION_BYTES {
+        return Err(SessionError {
+            name: name.to_owned(),
+            line: 1,
+            reason: format!(
+                "{} bytes, over the {MAX_SESSION_BYTES} a session may hold: cut it",
+                data.len()
+            ),
+        });
+    }
+    String::from_utf8(data).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = 1 + e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count();
+        SessionError {
+            name: name.to_owned(),
+            line,
+            reason: "not UTF-8 text".into(),
+        }
     })
 }
 
