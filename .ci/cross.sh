@@ -23,8 +23,11 @@ cargo clippy --target x86_64-pc-windows-gnu -p claude-memory-suite --all-targets
 echo "== cargo clippy --target x86_64-apple-darwin (library, examples, CLI)"
 LIBSQLITE3_SYS_USE_PKG_CONFIG=1 SQLITE3_LIB_DIR=/nonexistent \
   cargo clippy --target x86_64-apple-darwin -p claude-memory --lib --examples --features tokio -- -D warnings
+# The CLI's `dream` brings reqwest on rustls with ring, whose C and
+# assembly need a macOS toolchain this machine has not: checked without it.
 LIBSQLITE3_SYS_USE_PKG_CONFIG=1 SQLITE3_LIB_DIR=/nonexistent \
-  cargo clippy --target x86_64-apple-darwin -p claude-memory-cli -- -D warnings
+  cargo clippy --target x86_64-apple-darwin -p claude-memory-cli --no-default-features \
+  --features sqlite,mcp,ui -- -D warnings
 
 if [ "${CLAUDE_MEMORY_SKIP_WINE:-0}" = 1 ]; then
   echo "== Wine run skipped (CLAUDE_MEMORY_SKIP_WINE=1)"

@@ -70,6 +70,11 @@ fn fake_before(replies: Vec<(u16, Value)>, hang: Option<usize>, upstream: Option
                 let _ = to.write_all(&body);
                 let mut answer = Vec::new();
                 let _ = to.read_to_end(&mut answer);
+                // This connection ends here: say so, or the client sends
+                // its next request on it.
+                if let Some(end) = answer.windows(2).position(|w| w == b"\r\n") {
+                    answer.splice(end + 2..end + 2, b"connection: close\r\n".iter().copied());
+                }
                 let _ = reader.into_inner().write_all(&answer);
                 continue;
             }

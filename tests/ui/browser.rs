@@ -179,8 +179,20 @@ async fn shot(c: &Client, name: &str) {
     std::fs::write(shots().join(format!("{name}.png")), png).expect("save");
 }
 
+/// The element `locator` finds once the page shows it (a page loads
+/// after a click, as a person waits for it), within 30 s.
+async fn shown(
+    c: &Client,
+    locator: Locator<'_>,
+) -> Result<fantoccini::elements::Element, fantoccini::error::CmdError> {
+    c.wait()
+        .at_most(Duration::from_secs(30))
+        .for_element(locator)
+        .await
+}
+
 async fn click_link(c: &Client, text: &str) {
-    c.find(Locator::LinkText(text))
+    shown(c, Locator::LinkText(text))
         .await
         .unwrap_or_else(|e| panic!("a link {text:?}: {e}"))
         .click()
@@ -189,7 +201,7 @@ async fn click_link(c: &Client, text: &str) {
 }
 
 async fn text_of(c: &Client, css: &str) -> String {
-    c.find(Locator::Css(css))
+    shown(c, Locator::Css(css))
         .await
         .unwrap_or_else(|e| panic!("{css}: {e}"))
         .text()
@@ -216,6 +228,9 @@ async fn review(c: &Client, url: &str, name: Option<&str>) {
         shot(c, &format!("{n}-file")).await;
     }
     click_link(c, "History").await;
+    shown(c, Locator::Css("table.timeline"))
+        .await
+        .expect("the history page");
     let rows = c
         .find_all(Locator::Css("table.timeline tbody tr"))
         .await
@@ -234,6 +249,9 @@ async fn review(c: &Client, url: &str, name: Option<&str>) {
         .await
         .expect("click");
     click_link(c, "Diff with now").await;
+    shown(c, Locator::Css("table.diff"))
+        .await
+        .expect("the diff page");
     let marks = c
         .find_all(Locator::Css("table.diff mark"))
         .await
@@ -257,13 +275,13 @@ async fn review(c: &Client, url: &str, name: Option<&str>) {
     click_link(c, "Revert to this version").await;
     let preview = text_of(c, "table.diff").await;
     assert!(preview.contains("buy oat milk"), "{preview}");
-    c.find(Locator::Css("form button[type=submit]"))
+    shown(c, Locator::Css("form button[type=submit]"))
         .await
         .expect("the confirm button")
         .click()
         .await
         .expect("click");
-    let Ok(done) = c.find(Locator::Css("p.done")).await else {
+    let Ok(done) = shown(c, Locator::Css("p.done")).await else {
         panic!("no Done page: {}", c.source().await.unwrap_or_default());
     };
     let done = done.text().await.expect("text");
