@@ -1038,7 +1038,14 @@ fn huge_bodies_and_headers_are_refused() {
             ("content", &big),
         ],
     );
-    assert_eq!(a.status, 413, "{}", &a.body[..a.body.len().min(300)]);
+    // 413, or the connection cut before the answer could be read (the
+    // server closes on a body it will not take): refused either way.
+    assert!(
+        a.status == 413 || a.status == 0,
+        "{} {}",
+        a.status,
+        &a.body[..a.body.len().min(300)]
+    );
     assert_eq!(
         text(dir.path(), "/memories/a.md").as_deref(),
         Some("small\n")
@@ -1412,23 +1419,24 @@ fn an_edit_saved_in_a_browser_rewrites_every_line_ending() {
             .await
             .expect("a browser session");
         c.goto(&url).await.expect("open the edit form");
-        let area = c.find(Locator::Css("textarea")).await.expect("the textarea");
+        let wait = |l| c.wait().at_most(Duration::from_secs(30)).for_element(l);
+        let area = wait(Locator::Css("textarea")).await.expect("the textarea");
         area.send_keys("three").await.expect("type");
-        c.find(Locator::Css("form button[type=submit]"))
+        wait(Locator::Css("form button[type=submit]"))
             .await
             .expect("Show the change")
             .click()
             .await
             .expect("click");
-        let preview = c.find(Locator::Css("table.diff")).await.expect("the diff").text().await.expect("text");
+        let preview = wait(Locator::Css("table.diff")).await.expect("the diff").text().await.expect("text");
         assert!(preview.contains("three"), "{preview}");
-        c.find(Locator::Css("form button[type=submit]"))
+        wait(Locator::Css("form button[type=submit]"))
             .await
             .expect("Save")
             .click()
             .await
             .expect("click");
-        let done = c.find(Locator::Css("p.done")).await.expect("Done").text().await.expect("text");
+        let done = wait(Locator::Css("p.done")).await.expect("Done").text().await.expect("text");
         assert!(done.starts_with("Saved"), "{done}");
         c.close().await.expect("close");
     });

@@ -120,7 +120,9 @@ pub fn raw(
     }
     request.push_str("Connection: close\r\n\r\n");
     request.push_str(body);
-    stream.write_all(request.as_bytes()).expect("send");
+    // A server refusing a body may answer and close before it is all
+    // sent: the answer is still read.
+    let _ = stream.write_all(request.as_bytes());
     let mut answer = Vec::new();
     let _ = stream.read_to_end(&mut answer);
     let text = String::from_utf8_lossy(&answer).into_owned();
